@@ -1,0 +1,34 @@
+# Two commands a user needs: `make run` (the main job) and `make test`.
+# Both create .venv with the pinned dependencies from pyproject.toml if it is missing.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CORES  ?= $(shell nproc)
+PROFILE ?= quick
+
+.PHONY: run test venv dryrun-paper clean-results help
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (need Python 3.11)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)  ## create .venv with the pinned dependencies
+
+run: $(STAMP)  ## main job: the selected profile (default quick: breast cancer, all models, 10 folds)
+	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds all
+
+test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data
+	$(BIN)/python -m pytest -q
+
+dryrun-paper: $(STAMP)  ## list every job of both papers (no data needed)
+	$(BIN)/snakemake -n --quiet rules --config profile=paper all
+
+clean-results:  ## remove results (keeps downloaded data)
+	rm -rf results/npt results/bishop results/tables

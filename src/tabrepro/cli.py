@@ -1,0 +1,174 @@
+"""`tabrepro` command line: the steps the workflow rules call, usable by hand too.
+
+    tabrepro validate                       check params.yaml and print what the profile runs
+    tabrepro fetch DATASET [--mirror M]     download + verify a registry dataset into data/raw/
+    tabrepro prepare DATASET                parse raw files (or the embedded copy) into a table
+    tabrepro split PAPER DATASET            write the paper's fixed splits for a dataset
+    tabrepro train PAPER DATASET MODEL FOLD tune on validation, score on test, write metrics.json
+    tabrepro tables PAPER                   aggregate per-fold results into the paper's tables
+    tabrepro jobs                           list every job of the active profile
+
+Errors in inputs (params.yaml, dataset names, downloads) end the command with one line naming the
+bad input and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from tabrepro import __version__
+from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
+
+
+def _params(args: argparse.Namespace) -> Params:
+    return Params.from_file(args.params, profile=args.profile)
+
+
+def cmd_validate(args: argparse.Namespace) -> None:
+    params = _params(args)
+    print(f"{params.source}: valid; profile {params.profile_name!r}: {params.profile['description']}")
+    for paper in params.papers:
+        datasets, models = params.selected_datasets(paper), params.selected_models(paper)
+        n_jobs = len(params.jobs([paper]))
+        print(f"  {paper}: {len(datasets)} dataset(s), {len(models)} model(s), {n_jobs} job(s)")
+
+
+def cmd_jobs(args: argparse.Namespace) -> None:
+    params = _params(args)
+    for job in params.jobs():
+        print(params.job_dir(job) / "metrics.json")
+
+
+def cmd_fetch(args: argparse.Namespace) -> None:
+    from tabrepro.data.fetch import fetch_dataset
+
+    params = _params(args)
+    fetch = params.raw["fetch"]
+    files = fetch_dataset(args.dataset, params.raw_dir(), mirror=args.mirror or params.mirror,
+                          retries=fetch["retries"], backoff_seconds=fetch["backoff_seconds"],
+                          timeout_seconds=fetch["timeout_seconds"], progress=not args.quiet)
+    for path in files:
+        print(path)
+
+
+def cmd_prepare(args: argparse.Namespace) -> None:
+    from tabrepro.data.parse import load_or_build_table
+    from tabrepro.data.registry import get_source
+    from tabrepro.data.table import save_table
+
+    params = _params(args)
+    get_source(args.dataset)  # a clear error for an unknown name before touching the disk
+    table = load_or_build_table(args.dataset, params.raw_dir())
+    out = params.processed_dir(args.dataset)
+    save_table(table, out)
+    schema = table.schema
+    print(f"{out}: {schema.n_rows} rows, {len(schema.features)} features, task {schema.task}")
+
+
+def cmd_split(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from tabrepro.data.table import load_table
+    from tabrepro.seeding import derive_seed
+    from tabrepro.splits import make_all_splits, save_splits
+
+    params = _params(args)
+    entry = params.dataset_entry(args.paper, args.dataset)
+    table = load_table(params.processed_dir(entry["source"]))
+    schema = table.schema
+    y = None if schema.task == "regression" else table.frame[schema.target].astype(str).to_numpy()
+    seed = derive_seed(params.seed, args.paper, args.dataset, "split")
+    protocol = params.protocol(args.paper, args.dataset)
+    splits = make_all_splits(protocol, schema.n_rows, seed=seed, y=y, n_fixed_test_rows=schema.n_fixed_test_rows)
+    manifest = save_splits(splits, params.split_dir(args.paper, args.dataset), {
+        "paper": args.paper, "dataset": args.dataset, "source": entry["source"],
+        "protocol_name": entry["protocol"], "protocol": protocol, "seed": seed, "n_rows": schema.n_rows,
+    })
+    tested = np.zeros(schema.n_rows, dtype=int)
+    for split in splits:
+        tested[split.test] += 1
+    print(f"{manifest}: {len(splits)} fold(s); rows tested once: {(tested == 1).sum()}/{schema.n_rows}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from tabrepro.training import run_job, write_result
+
+    params = _params(args)
+    job = Job(args.paper, args.dataset, args.model, args.fold)
+    params.dataset_entry(job.paper, job.dataset)
+    if job.model not in params.paper(job.paper)["models"]:
+        raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
+    if job.fold not in range(params.n_folds(job.paper, job.dataset)):
+        raise ParamsError(f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)")
+    result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
+    out = args.output or params.job_dir(job) / "metrics.json"
+    write_result(result, Path(out))
+    test = ", ".join(f"{k}={v:.4g}" for k, v in sorted(result["metrics"]["test"].items()))
+    print(f"{out}: {test} ({result['wall_time_s']:.1f} s)")
+
+
+def cmd_tables(args: argparse.Namespace) -> None:
+    from tabrepro.reporting.tables import build_tables, collect_results
+
+    params = _params(args)
+    results = collect_results(params.results_dir, args.paper)
+    written = build_tables(results, args.paper, params.paper(args.paper), params.tables_dir(args.paper),
+                           datasets_filter=params.selected_datasets(args.paper))
+    for path in written:
+        print(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tabrepro", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tabrepro {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--params", type=Path, default=DEFAULT_PARAMS_FILE,
+                        help="parameters file (default: %(default)s)")
+    common.add_argument("--profile", help="profile of params.yaml to use (default: its `profile` key)")
+    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    add("validate", cmd_validate, "check params.yaml and summarise the active profile")
+    add("jobs", cmd_jobs, "list the result file of every job in the active profile")
+    p = add("fetch", cmd_fetch, "download and verify a registry dataset into <data>/raw/DATASET")
+    p.add_argument("dataset", help="registry name, e.g. protein")
+    p.add_argument("--mirror", help="URL or directory tried first (also $TABREPRO_DATA_MIRROR)")
+    p = add("prepare", cmd_prepare, "parse a dataset's raw files (or embedded copy) into a canonical table")
+    p.add_argument("dataset", help="registry name")
+    p = add("split", cmd_split, "write a paper's fixed splits for one of its datasets")
+    p.add_argument("paper")
+    p.add_argument("dataset", help="the paper's dataset name")
+    p = add("train", cmd_train, "tune one model on one fold's validation split and score it on test")
+    p.add_argument("paper")
+    p.add_argument("dataset")
+    p.add_argument("model")
+    p.add_argument("fold", type=int)
+    p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
+    p.add_argument("paper")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        args.func(args)
+    except (ParamsError, ValueError, FileNotFoundError, OSError) as exc:
+        print(f"tabrepro {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""params.yaml: load, validate (JSON schema, then cross-references) and answer questions about it.
+
+Snakemake reads the same file as its configfile and validates it with the same schema; the
+workflow then builds its job list through `Params`, so Snakefile, dvc.yaml and the CLI can never
+disagree about which datasets, models and folds a profile means.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
+DEFAULT_PARAMS_FILE = Path("params.yaml")
+
+DATA_DIR_ENV = "TABREPRO_DATA_DIR"
+MIRROR_ENV = "TABREPRO_DATA_MIRROR"
+
+
+class ParamsError(ValueError):
+    """A malformed or inconsistent params.yaml; the message names the offending key or value."""
+
+
+@dataclass(frozen=True, order=True)
+class Job:
+    """One unit of work: one model tuned and tested on one fold of one paper's dataset."""
+
+    paper: str
+    dataset: str
+    model: str
+    fold: int
+
+
+def _key_path(parts: Iterable[Any]) -> str:
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "<top level>"
+
+
+def _did_you_mean(value: str, known: Iterable[str]) -> str:
+    known = sorted(known)
+    close = difflib.get_close_matches(value, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+    return f"{hint} (known: {shown})"
+
+
+def load_schema() -> dict:
+    if not SCHEMA_PATH.is_file():
+        raise ParamsError(f"schema not found at {SCHEMA_PATH}; tabrepro must run from its repository")
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def validate_schema(raw: dict, source: str = "params.yaml") -> None:
+    """Raise ParamsError with one line naming the first offending key (the deepest best match)."""
+    validator = jsonschema.Draft202012Validator(load_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
+    if error is not None:
+        # For a oneOf/anyOf failure, the most specific sub-error names the real problem.
+        while error.context:
+            error = max(error.context, key=lambda e: len(e.absolute_path))
+        raise ParamsError(f"{source}: at {_key_path(error.absolute_path)}: {error.message}")
+
+
+def resolve_extends(spaces: dict[str, dict], name: str, source: str = "params.yaml") -> dict[str, dict]:
+    """Flatten a search space's `extends` chain into {model: space}; later definitions win."""
+    chain: list[str] = []
+    current: str | None = name
+    while current is not None:
+        if current in chain:
+            raise ParamsError(f"{source}: search_spaces: cycle in 'extends': {' -> '.join(chain + [current])}")
+        if current not in spaces:
+            raise ParamsError(f"{source}: unknown search space {current!r}" + _did_you_mean(current, spaces))
+        chain.append(current)
+        current = spaces[current].get("extends")
+    merged: dict[str, dict] = {}
+    for space_name in reversed(chain):
+        merged.update({k: v for k, v in spaces[space_name].items() if k != "extends"})
+    return merged
+
+
+class Params:
+    """A validated params.yaml with its active profile applied."""
+
+    def __init__(self, raw: dict, source: str = "params.yaml", profile: str | None = None):
+        raw = copy.deepcopy(raw)
+        if profile is not None:
+            raw["profile"] = profile
+        validate_schema(raw, source)
+        self.raw = raw
+        self.source = source
+        self._check_references()
+
+    @classmethod
+    def from_file(cls, path: str | Path = DEFAULT_PARAMS_FILE, profile: str | None = None) -> "Params":
+        path = Path(path)
+        if not path.is_file():
+            raise ParamsError(f"{path}: no such parameters file")
+        try:
+            raw = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ParamsError(f"{path}:{where} not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        if not isinstance(raw, dict):
+            raise ParamsError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+        return cls(raw, source=str(path), profile=profile)
+
+    # ----------------------------------------------------------------------------- checks
+    def _fail(self, where: str, message: str) -> None:
+        raise ParamsError(f"{self.source}: at {where}: {message}")
+
+    def _check_references(self) -> None:
+        from tabrepro.data.registry import load_registry
+        from tabrepro.models.registry import MODEL_NAMES
+
+        raw = self.raw
+        if raw["profile"] not in raw["profiles"]:
+            self._fail("profile", f"unknown profile {raw['profile']!r}" + _did_you_mean(raw["profile"], raw["profiles"]))
+        for name, proto in raw["protocols"].items():
+            if proto["kind"] == "holdout" and abs(proto["train"] + proto["val"] + proto["test"] - 1) > 1e-9:
+                self._fail(f"protocols.{name}", "train + val + test must sum to 1")
+        for name in raw["search_spaces"]:
+            resolve_extends(raw["search_spaces"], name, self.source)
+        sources = load_registry()
+        for paper, cfg in raw["papers"].items():
+            for model in cfg["models"]:
+                if model not in MODEL_NAMES:
+                    self._fail(f"papers.{paper}.models", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+            for dataset, entry in cfg["datasets"].items():
+                where = f"papers.{paper}.datasets.{dataset}"
+                if entry["source"] not in sources:
+                    self._fail(f"{where}.source", f"unknown dataset {entry['source']!r}" + _did_you_mean(entry["source"], sources))
+                if entry["protocol"] not in raw["protocols"]:
+                    self._fail(f"{where}.protocol", f"unknown protocol {entry['protocol']!r}" + _did_you_mean(entry["protocol"], raw["protocols"]))
+                if entry["search_space"] not in raw["search_spaces"]:
+                    self._fail(f"{where}.search_space", f"unknown search space {entry['search_space']!r}" + _did_you_mean(entry["search_space"], raw["search_spaces"]))
+            for table, tcfg in cfg["tables"].items():
+                metrics = [tcfg.get("metric")] if tcfg.get("kind", "metric") == "metric" else list(tcfg.get("rank_metrics", {}).values())
+                for metric in metrics:
+                    if metric not in HIGHER_IS_BETTER:
+                        self._fail(f"papers.{paper}.tables.{table}", f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER))
+        for profile, pcfg in raw["profiles"].items():
+            for paper, sel in pcfg["papers"].items():
+                where = f"profiles.{profile}.papers.{paper}"
+                if paper not in raw["papers"]:
+                    self._fail(where, f"unknown paper {paper!r}" + _did_you_mean(paper, raw["papers"]))
+                for kind in ("datasets", "models"):
+                    known = raw["papers"][paper][kind]
+                    for i, name in enumerate([] if sel[kind] == "all" else sel[kind]):
+                        if name not in known:
+                            self._fail(f"{where}.{kind}[{i}]", f"unknown {kind[:-1]} {name!r} for paper {paper!r}" + _did_you_mean(name, known))
+
+    # ----------------------------------------------------------------------------- accessors
+    @property
+    def profile_name(self) -> str:
+        return self.raw["profile"]
+
+    @property
+    def profile(self) -> dict:
+        return self.raw["profiles"][self.profile_name]
+
+    @property
+    def seed(self) -> int:
+        return self.raw["seed"]
+
+    @property
+    def papers(self) -> list[str]:
+        return list(self.raw["papers"])
+
+    def paper(self, paper: str) -> dict:
+        if paper not in self.raw["papers"]:
+            raise ParamsError(f"{self.source}: unknown paper {paper!r}" + _did_you_mean(paper, self.raw["papers"]))
+        return self.raw["papers"][paper]
+
+    def dataset_entry(self, paper: str, dataset: str) -> dict:
+        datasets = self.paper(paper)["datasets"]
+        if dataset not in datasets:
+            raise ParamsError(f"{self.source}: unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, datasets))
+        return datasets[dataset]
+
+    def _selected(self, paper: str, kind: str) -> list[str]:
+        sel = self.profile["papers"].get(paper, {kind: []})[kind]
+        return list(self.paper(paper)[kind]) if sel == "all" else list(sel)
+
+    def selected_datasets(self, paper: str) -> list[str]:
+        return self._selected(paper, "datasets")
+
+    def selected_models(self, paper: str) -> list[str]:
+        return self._selected(paper, "models")
+
+    def source_of(self, paper: str, dataset: str) -> str:
+        return self.dataset_entry(paper, dataset)["source"]
+
+    def protocol(self, paper: str, dataset: str) -> dict:
+        return self.raw["protocols"][self.dataset_entry(paper, dataset)["protocol"]]
+
+    def n_folds(self, paper: str, dataset: str) -> int:
+        proto = self.protocol(paper, dataset)
+        return proto["n_folds"] if proto["kind"] == "kfold" else 1
+
+    def folds(self, paper: str, dataset: str) -> list[int]:
+        n = self.n_folds(paper, dataset)
+        wanted = self.profile["folds"]
+        return list(range(n)) if wanted == "all" else [k for k in wanted if k < n]
+
+    def search_space(self, paper: str, dataset: str, model: str) -> dict:
+        """The model's search space for this dataset, `extends` resolved."""
+        name = self.dataset_entry(paper, dataset)["search_space"]
+        spaces = resolve_extends(self.raw["search_spaces"], name, self.source)
+        if model not in spaces:
+            raise ParamsError(f"{self.source}: search space {name!r} has no entry for model {model!r}")
+        return spaces[model]
+
+    def n_configs(self, paper: str, dataset: str, model: str) -> int:
+        wanted = self.search_space(paper, dataset, model)["n_configs"]
+        cap = self.profile["max_configs"]
+        return wanted if cap is None else min(wanted, cap)
+
+    def job_digest(self, job: Job) -> str:
+        """Hash of every parameter a job's result depends on: a change reruns exactly that job."""
+        relevant = {
+            "seed": self.seed,
+            "dataset": self.dataset_entry(job.paper, job.dataset),
+            "protocol": self.protocol(job.paper, job.dataset),
+            "space": self.search_space(job.paper, job.dataset, job.model),
+            "n_configs": self.n_configs(job.paper, job.dataset, job.model),
+        }
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+    def jobs(self, papers: Iterable[str] | None = None) -> list[Job]:
+        """Every job of the active profile, in a stable order."""
+        out: list[Job] = []
+        for paper in papers or self.papers:
+            for dataset in self.selected_datasets(paper):
+                for model in self.selected_models(paper):
+                    out.extend(Job(paper, dataset, model, k) for k in self.folds(paper, dataset))
+        return out
+
+    # ----------------------------------------------------------------------------- paths
+    @cached_property
+    def data_dir(self) -> Path:
+        return Path(os.environ.get(DATA_DIR_ENV) or self.raw["paths"]["data"])
+
+    @property
+    def results_dir(self) -> Path:
+        return Path(self.raw["paths"]["results"])
+
+    @property
+    def mirror(self) -> str | None:
+        return os.environ.get(MIRROR_ENV) or self.raw["fetch"]["mirror"]
+
+    def raw_dir(self) -> Path:
+        return self.data_dir / "raw"
+
+    def processed_dir(self, source: str) -> Path:
+        return self.data_dir / "processed" / source
+
+    def split_dir(self, paper: str, dataset: str) -> Path:
+        return self.data_dir / "splits" / paper / dataset
+
+    def job_dir(self, job: Job) -> Path:
+        return self.results_dir / job.paper / job.dataset / job.model / f"fold{job.fold}"
+
+    def tables_dir(self, paper: str) -> Path:
+        return self.results_dir / "tables" / paper

@@ -1,0 +1,1 @@
+"""Datasets: the registry of sources, verified fetching, parsing into canonical tables."""

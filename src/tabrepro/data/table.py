@@ -1,0 +1,99 @@
+"""The canonical table every dataset is parsed into: one parquet file plus a column schema.
+
+A canonical table has one column per feature and the target last. Categorical columns hold
+strings (their levels listed in the schema, missing values as null); continuous columns hold
+float64 (missing as NaN). When a dataset ships an official test file, its rows come last and
+`n_fixed_test_rows` says how many there are, so a split protocol can keep them as the test set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+ColumnKind = Literal["continuous", "categorical"]
+TaskType = Literal["binary", "multiclass", "regression"]
+
+TABLE_FILE = "table.parquet"
+SCHEMA_FILE = "schema.json"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    kind: ColumnKind
+    levels: list[str] = field(default_factory=list)  # categorical only, sorted
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    dataset: str
+    task: TaskType
+    target: str
+    columns: list[ColumnSpec]  # features and target, target last
+    n_rows: int
+    n_fixed_test_rows: int = 0  # trailing rows that form an official/fixed test set
+
+    @property
+    def features(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if c.name != self.target]
+
+    @property
+    def target_column(self) -> ColumnSpec:
+        return next(c for c in self.columns if c.name == self.target)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "TableSchema":
+        columns = [ColumnSpec(**c) for c in raw["columns"]]
+        return cls(**{**raw, "columns": columns})
+
+
+@dataclass
+class Table:
+    frame: pd.DataFrame
+    schema: TableSchema
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write via a temporary file in the same directory and rename, so a crash leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_table(table: Table, directory: Path) -> None:
+    """Write table.parquet and schema.json atomically into `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{TABLE_FILE}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        table.frame.to_parquet(tmp, index=False)
+        os.replace(tmp, directory / TABLE_FILE)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    atomic_write_bytes(directory / SCHEMA_FILE, table.schema.to_json().encode())
+
+
+def load_table(directory: Path) -> Table:
+    """Read a table written by `save_table`."""
+    schema = TableSchema.from_dict(json.loads((directory / SCHEMA_FILE).read_text()))
+    frame = pd.read_parquet(directory / TABLE_FILE)
+    return Table(frame=frame, schema=schema)

@@ -1,0 +1,1 @@
+"""Evaluation: test metrics in the papers' units."""

@@ -1,0 +1,128 @@
+"""params.yaml: the real file validates; every kind of mistake stops with one line naming it."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tabrepro.config import Job, Params, ParamsError, resolve_extends
+
+REPO = Path(__file__).resolve().parents[1]
+RAW = yaml.safe_load((REPO / "params.yaml").read_text())
+
+
+def params_with(mutate) -> Params:
+    raw = copy.deepcopy(RAW)
+    mutate(raw)
+    return Params(raw)
+
+
+def test_repository_params_validate_for_every_profile():
+    for profile in RAW["profiles"]:
+        assert Params(RAW, profile=profile).profile_name == profile
+
+
+def test_quick_profile_is_breast_cancer_with_seven_baselines_over_ten_folds():
+    params = Params(RAW, profile="quick")
+    jobs = params.jobs()
+    assert {j.dataset for j in jobs} == {"breast_cancer"}
+    assert len({j.model for j in jobs}) == 7
+    assert sorted({j.fold for j in jobs}) == list(range(10))
+    assert len(jobs) == 70
+
+
+def test_paper_profile_covers_every_dataset_of_both_papers():
+    params = Params(RAW, profile="paper")
+    for paper in ("npt", "bishop"):
+        datasets = {j.dataset for j in params.jobs([paper])}
+        assert datasets == set(RAW["papers"][paper]["datasets"])
+    assert len(params.selected_datasets("npt")) == 10
+    assert len(params.selected_datasets("bishop")) == 9 + 19
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda r: r.update(colour="blue"), r"at <top level>: Additional properties are not allowed \('colour'"),
+    (lambda r: r.update(seed="zero"), r"at seed: 'zero' is not of type 'integer'"),
+    (lambda r: r["profiles"]["quick"].update(max_configs=0), r"at profiles\.quick\.max_configs"),
+    (lambda r: r["protocols"]["npt_cv10"].update(n_folds=1), r"at protocols\.npt_cv10"),
+    (lambda r: r["fetch"].pop("retries"), r"at fetch: 'retries' is a required property"),
+    (lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(p={"normal": [0, 1]}),
+     r"at search_spaces\.npt_small\.knn\.params\.p"),
+])
+def test_schema_errors_name_the_key(mutate, expected):
+    with pytest.raises(ParamsError, match=expected):
+        params_with(mutate)
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda r: r.update(profile="fast"), r"unknown profile 'fast'"),
+    (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(datasets=["breast_canser"]),
+     r"profiles\.quick\.papers\.npt\.datasets\[0\]: unknown dataset 'breast_canser'.*did you mean 'breast_cancer'"),
+    (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(models=["xgbost"]),
+     r"unknown model 'xgbost'.*did you mean 'xgboost'"),
+    (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(source="bostn"),
+     r"papers\.npt\.datasets\.boston\.source: unknown dataset 'bostn'"),
+    (lambda r: r["papers"]["npt"]["models"].update(forest="Forest"), r"unknown model 'forest'"),
+    (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(protocol="cv5"), r"unknown protocol 'cv5'"),
+    (lambda r: r["protocols"]["npt_holdout"].update(test=0.3), r"must sum to 1"),
+    (lambda r: r["search_spaces"]["npt_small"].update(extends="npt_higgs"), r"cycle in 'extends'"),
+    (lambda r: r["papers"]["npt"]["tables"]["table8"].update(metric="f1"), r"unknown metric 'f1'"),
+])
+def test_reference_errors_name_the_value(mutate, expected):
+    with pytest.raises(ParamsError, match=expected):
+        params_with(mutate)
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text("profile: quick\nseed: [0\n")
+    with pytest.raises(ParamsError, match=r"params\.yaml: line \d+, column \d+ not valid YAML"):
+        Params.from_file(bad)
+
+
+def test_cli_reports_schema_error_in_one_line(tmp_path):
+    raw = copy.deepcopy(RAW)
+    raw["profiles"]["quick"]["papers"]["npt"]["datasets"] = ["atlantis"]
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    run = subprocess.run([sys.executable, "-m", "tabrepro.cli", "--version"], capture_output=True, text=True)
+    assert run.returncode == 0
+    run = subprocess.run([sys.executable, "-m", "tabrepro.cli", "validate", "--params", str(path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown dataset 'atlantis'" in lines[0]
+
+
+def test_extends_merges_parent_spaces():
+    spaces = resolve_extends(RAW["search_spaces"], "npt_higgs")
+    assert spaces["mlp"]["n_configs"] == 6          # own
+    assert spaces["knn"]["n_configs"] == 40         # from npt_medium
+    assert spaces["random_forest"]["n_configs"] == 24  # from npt_small
+
+
+def test_profile_caps_number_of_configurations():
+    quick, paper = Params(RAW, profile="quick"), Params(RAW, profile="paper")
+    assert paper.n_configs("npt", "breast_cancer", "knn") == 480
+    assert quick.n_configs("npt", "breast_cancer", "knn") == RAW["profiles"]["quick"]["max_configs"]
+
+
+def test_job_digest_changes_only_for_jobs_whose_parameters_change():
+    before = Params(RAW)
+    after = params_with(lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(p=2))
+    knn, rf = Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "random_forest", 0)
+    assert before.job_digest(knn) != after.job_digest(knn)
+    assert before.job_digest(rf) == after.job_digest(rf)
+
+
+def test_data_dir_and_mirror_follow_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("TABREPRO_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("TABREPRO_DATA_MIRROR", "http://127.0.0.1:1/mirror")
+    params = Params(RAW)
+    assert params.data_dir == tmp_path
+    assert params.mirror == "http://127.0.0.1:1/mirror"

@@ -1,0 +1,106 @@
+"""The real Snakemake workflow, end to end, on tiny data; and the paper profile's dry run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+SHARED_DATASETS = Path(os.environ.get("TABREPRO_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+def copy_workflow(dest: Path, mutate=None) -> Path:
+    """A copy of the workflow (Snakefile, rules, schema, params.yaml) in a scratch directory."""
+    shutil.copy(REPO / "Snakefile", dest / "Snakefile")
+    shutil.copytree(REPO / "workflow", dest / "workflow", ignore=shutil.ignore_patterns("profiles"))
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    if mutate:
+        mutate(raw)
+    (dest / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SNAKEMAKE), "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def tiny_profile(raw: dict, datasets: list[str]) -> None:
+    raw["profiles"]["tiny"] = {
+        "description": "end-to-end test",
+        "max_configs": 2,
+        "folds": [0, 1],
+        "papers": {"npt": {"datasets": datasets, "models": ["knn", "random_forest"]},
+                   "bishop": {"datasets": [], "models": []}},
+    }
+    raw["profile"] = "tiny"
+    for space in ("npt_small",):  # keep forests small so the test takes seconds
+        raw["search_spaces"][space]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
+
+
+@pytest.mark.slow
+def test_workflow_end_to_end_on_tiny_data(tmp_path):
+    datasets = ["breast_cancer"]
+    env = {}
+    if (SHARED_DATASETS / "boston" / "housing.data").is_file():
+        datasets.append("boston")  # exercises the fetch rule through a directory mirror
+        env["TABREPRO_DATA_MIRROR"] = str(SHARED_DATASETS)
+    work = copy_workflow(tmp_path, lambda raw: tiny_profile(raw, datasets))
+
+    run = snakemake(work, "all", env=env)
+    assert run.returncode == 0, run.stderr[-4000:]
+
+    for dataset in datasets:
+        for model in ("knn", "random_forest"):
+            for fold in (0, 1):
+                result = json.loads((work / f"results/npt/{dataset}/{model}/fold{fold}/metrics.json").read_text())
+                assert result["selection"]["n_configs"] == 2
+                assert result["split"]["sha256"] and result["provenance"]["packages"]["scikit-learn"]
+                key = "auroc" if dataset == "breast_cancer" else "rmse"
+                assert result["metrics"]["test"][key] > 0
+    table10 = (work / "results/tables/npt/table10.md").read_text()
+    assert "k-NN" in table10 and "Random Forest" in table10 and "0.98" in table10  # paper value beside ours
+    for name in ("table1", "table8", "table9", "table11", "table12"):
+        for ext in ("md", "tex", "csv"):
+            assert (work / f"results/tables/npt/{name}.{ext}").is_file()
+    assert (work / "logs/train/npt/breast_cancer/knn/fold0.log").is_file()
+
+    # Nothing left to do; then one target rerun on its own.
+    assert "Nothing to be done" in snakemake(work, "-n", "all").stdout + snakemake(work, "-n", "all").stderr
+    target = "results/npt/breast_cancer/knn/fold1/metrics.json"
+    before = json.loads((work / target).read_text())
+    rerun = snakemake(work, "--forcerun", target, "--", target)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    after = json.loads((work / target).read_text())
+    assert after["metrics"] == before["metrics"]  # deterministic on CPU
+    assert after["selected_config"] == before["selected_config"]
+
+
+def test_paper_profile_dry_run_lists_every_job_quickly(tmp_path):
+    work = copy_workflow(tmp_path)
+    started = time.perf_counter()
+    run = snakemake(work, "-n", "--config", "profile=paper", "--", "all", timeout=120)
+    elapsed = time.perf_counter() - started
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    for paper in ("npt", "bishop"):
+        for dataset in raw["papers"][paper]["datasets"]:
+            assert f"results/{paper}/{dataset}/" in out, f"no job for {paper}/{dataset}"
+    print(f"dry run of the paper profile: {elapsed:.1f} s (goal: < 10 s; see `make dryrun-paper`)")
+
+
+def test_config_override_other_than_profile_is_refused(tmp_path):
+    work = copy_workflow(tmp_path)
+    run = snakemake(work, "-n", "--config", "seed=3", "--", "all", timeout=120)
+    assert run.returncode != 0
+    assert "--config may only set 'profile'" in run.stdout + run.stderr
