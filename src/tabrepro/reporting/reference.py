@@ -1,0 +1,125 @@
+"""The papers' own numbers (reported_results.csv), for printing beside ours.
+
+The CSV ships as package data so that tables can be built from any working directory. Values are
+kept twice: as floats (for the tidy CSV and comparisons) and as the paper's exact text, so a
+quoted "94.20" is not reprinted as "94.2" or padded to false precision.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+PACKAGE = "tabrepro.reporting"
+RESOURCE = "reported_results.csv"
+COLUMNS = ["paper", "table", "dataset", "method", "metric", "value", "spread", "spread_kind"]
+
+Key = tuple[str, str, str, str, str]  # (paper, table, dataset, method, metric)
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """One number quoted from a paper, with its spread if the paper gives one."""
+
+    value: float
+    spread: float | None
+    spread_kind: str | None  # "se", "sd" or None
+    value_text: str
+    spread_text: str | None
+
+
+def load_reference() -> pd.DataFrame:
+    """All reported numbers as strings (a copy: callers may modify it freely)."""
+    return _frame().copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _frame() -> pd.DataFrame:
+    source = resources.files(PACKAGE).joinpath(RESOURCE)
+    with source.open("r", encoding="utf-8") as handle:
+        frame = pd.read_csv(handle, dtype=str, keep_default_na=False)
+    missing = set(COLUMNS) - set(frame.columns)
+    if missing:
+        raise ValueError(f"{RESOURCE}: missing columns {sorted(missing)}")
+    frame = frame[COLUMNS].apply(lambda column: column.str.strip())
+    duplicated = frame.duplicated(subset=["paper", "table", "dataset", "method", "metric"])
+    if duplicated.any():
+        raise ValueError(f"{RESOURCE}: duplicate keys:\n{frame[duplicated].to_string()}")
+    return frame
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[Key, PaperValue]:
+    frame = _frame()
+    index: dict[Key, PaperValue] = {}
+    for row in frame.itertuples(index=False):
+        key = (row.paper, row.table, row.dataset, row.method, row.metric)
+        index[key] = _paper_value(row.value, row.spread, row.spread_kind, key)
+    return index
+
+
+def _paper_value(value: str, spread: str, kind: str, key: Key) -> PaperValue:
+    try:
+        number = float(value)
+        spread_number = float(spread) if spread else None
+    except ValueError as error:
+        raise ValueError(f"{RESOURCE}: non-numeric value or spread for {key}") from error
+    return PaperValue(
+        value=number,
+        spread=spread_number,
+        spread_kind=(kind or None) if spread else None,
+        value_text=value,
+        spread_text=spread or None,
+    )
+
+
+def lookup(paper: str, table: str, dataset: str, method: str, metric: str) -> PaperValue | None:
+    """The paper's number for this cell, or None when the paper does not report it."""
+    return _index().get((paper, str(table), dataset, method, metric))
+
+
+def reference_methods(
+    paper: str, table: str, metric: str, datasets: Iterable[str] | None = None
+) -> list[str]:
+    """Methods the paper reports in `table` for `metric`, in the order the CSV lists them."""
+    frame = _select(paper, table, metric)
+    if datasets is not None:
+        frame = frame[frame["dataset"].isin(list(datasets))]
+    return list(dict.fromkeys(frame["method"]))
+
+
+def reference_datasets(paper: str, table: str, metric: str) -> list[str]:
+    """Datasets the paper reports in `table` for `metric`, in the order the CSV lists them."""
+    return list(dict.fromkeys(_select(paper, table, metric)["dataset"]))
+
+
+def _select(paper: str, table: str, metric: str) -> pd.DataFrame:
+    frame = _frame()
+    mask = (frame["paper"] == paper) & (frame["table"] == str(table)) & (frame["metric"] == metric)
+    return frame[mask]
+
+
+_TABLE_KEY = re.compile(r"^(?P<prefix>table|fig)?(?P<number>\d+(?:_\d+)*)(?:_[A-Za-z].*)?$")
+
+
+def reference_table_id(table_key: str, table_cfg: Mapping[str, Any] | None = None) -> str:
+    """Map a params.yaml table key to the CSV's `table` id.
+
+    params.yaml keys must be identifiers ("table8", "fig4_1", "table4_1_r2") while the paper
+    numbers its tables "8", "fig4.1", "4.1"; an explicit `reference_table` entry wins.
+    """
+    if table_cfg is not None and table_cfg.get("reference_table") is not None:
+        return str(table_cfg["reference_table"])
+    match = _TABLE_KEY.match(table_key)
+    if match is None:
+        raise ValueError(
+            f"cannot derive the paper's table id from {table_key!r}; set `reference_table`"
+        )
+    number = match["number"].replace("_", ".")
+    return f"fig{number}" if match["prefix"] == "fig" else number
