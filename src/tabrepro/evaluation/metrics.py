@@ -20,7 +20,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-__all__ = ["HIGHER_IS_BETTER", "NLL_CLIP", "compute_metrics", "is_better"]
+__all__ = ["HIGHER_IS_BETTER", "NLL_CLIP", "PROBA_SUM_TOLERANCE", "compute_metrics", "is_better"]
 
 HIGHER_IS_BETTER: dict[str, bool] = {
     "auroc": True,
@@ -35,6 +35,8 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 # Probabilities are clipped to [NLL_CLIP, 1] before the log, so a confident mistake costs ~34.5
 # nats instead of infinity.
 NLL_CLIP = 1e-15
+# Probability rows may miss 1 by float32 rounding (XGBoost, float32 MLPs), not by more.
+PROBA_SUM_TOLERANCE = 1e-5
 
 
 def is_better(metric: str, candidate: float, incumbent: float) -> bool:
@@ -83,6 +85,11 @@ def _classification_metrics(
         )
     if not np.isfinite(probabilities).all():
         raise ValueError("proba contains non-finite values")
+    row_sums = probabilities.sum(axis=1, keepdims=True)
+    if probabilities.size and (np.abs(row_sums - 1.0).max() > PROBA_SUM_TOLERANCE):
+        raise ValueError("proba rows must sum to 1")
+    # Remove float32 rounding drift so scikit-learn sees rows that sum to one in float64.
+    probabilities = probabilities / row_sums
     n_classes = probabilities.shape[1]
     if task == "binary" and n_classes != 2:
         raise ValueError(f"binary proba must have 2 columns, got {n_classes}")
@@ -106,11 +113,9 @@ def _classification_metrics(
         results["auroc"] = auroc
         results["auc_pct"] = 100.0 * auroc
     elif task == "multiclass" and present.size == n_classes:
-        # roc_auc_score checks the rows sum to one; renormalising guards against float32 drift.
-        normalised = probabilities / probabilities.sum(axis=1, keepdims=True)
         results["auroc"] = float(
             roc_auc_score(
-                labels_true, normalised, multi_class="ovr", average="macro", labels=all_labels
+                labels_true, probabilities, multi_class="ovr", average="macro", labels=all_labels
             )
         )
     return results

@@ -1,0 +1,55 @@
+"""Model names (as used in params.yaml and results paths) mapped to their classes.
+
+Adding a model: write one module with a `TabularModel` subclass, then add one line below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabrepro.models.base import TabularModel, Task
+from tabrepro.models.catboost_model import CatBoostModel
+from tabrepro.models.gradient_boosting import GradientBoostingModel
+from tabrepro.models.knn import KNNModel
+from tabrepro.models.lightgbm_model import LightGBMModel
+from tabrepro.models.mlp import MLPModel
+from tabrepro.models.random_forest import RandomForestModel
+from tabrepro.models.xgboost_model import XGBoostModel
+
+__all__ = ["MODEL_NAMES", "MODEL_REGISTRY", "UnknownModelError", "get_model_class", "create_model"]
+
+MODEL_REGISTRY: dict[str, type[TabularModel]] = {
+    RandomForestModel.name: RandomForestModel,
+    GradientBoostingModel.name: GradientBoostingModel,
+    XGBoostModel.name: XGBoostModel,
+    CatBoostModel.name: CatBoostModel,
+    LightGBMModel.name: LightGBMModel,
+    MLPModel.name: MLPModel,
+    KNNModel.name: KNNModel,
+}
+MODEL_NAMES: tuple[str, ...] = tuple(MODEL_REGISTRY)
+
+
+class UnknownModelError(ValueError):
+    """A model name that is not in MODEL_REGISTRY."""
+
+
+def get_model_class(name: str) -> type[TabularModel]:
+    """The class registered under `name`."""
+    try:
+        return MODEL_REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(MODEL_REGISTRY))
+        raise UnknownModelError(f"unknown model {name!r}; known models: {known}") from None
+
+
+def create_model(
+    name: str,
+    task: Task,
+    params: dict[str, Any],
+    seed: int,
+    n_jobs: int = 1,
+    n_classes: int | None = None,
+) -> TabularModel:
+    """Instantiate a registered model with one configuration."""
+    return get_model_class(name)(task, params, seed, n_jobs=n_jobs, n_classes=n_classes)
