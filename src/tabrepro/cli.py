@@ -125,11 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabrepro", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tabrepro {__version__}")
+    # The shared options work before or after the command (`tabrepro --profile paper validate`
+    # and `tabrepro validate --profile paper`); the subcommand's copy must not reset the value.
+    def add_shared(target: argparse.ArgumentParser, top_level: bool) -> None:
+        default = (lambda value: value) if top_level else (lambda value: argparse.SUPPRESS)
+        target.add_argument("--params", type=Path, default=default(DEFAULT_PARAMS_FILE),
+                            help="parameters file (default: params.yaml)")
+        target.add_argument("--profile", default=default(None),
+                            help="profile of params.yaml to use (default: its `profile` key)")
+        target.add_argument("-q", "--quiet", action="store_true", default=default(False), help="no progress bars")
+
+    add_shared(parser, top_level=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--params", type=Path, default=DEFAULT_PARAMS_FILE,
-                        help="parameters file (default: %(default)s)")
-    common.add_argument("--profile", help="profile of params.yaml to use (default: its `profile` key)")
-    common.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    add_shared(common, top_level=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func, help_text: str) -> argparse.ArgumentParser:

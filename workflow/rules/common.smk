@@ -1,5 +1,7 @@
 # Shared helpers for the rules: the validated parameters and the input functions.
-import os
+import shlex
+import sys
+
 import yaml
 
 from tabrepro.config import Job, Params, ParamsError
@@ -26,7 +28,8 @@ PROFILE = PARAMS.profile_name
 DATA = str(PARAMS.data_dir)
 RESULTS = str(PARAMS.results_dir)
 LOGS = "logs"
-CLI = f"tabrepro --params {PARAMS_FILE} --profile {PROFILE} --quiet"
+# The Python running Snakemake runs the jobs too, so an unactivated .venv/bin/snakemake works.
+CLI = f"{shlex.quote(sys.executable)} -m tabrepro --params {PARAMS_FILE} --profile {PROFILE} --quiet"
 
 SELECTED_PAPERS = [p for p in PARAMS.papers if PARAMS.jobs([p])]
 
@@ -37,7 +40,7 @@ def embedded_or_raw(source):
 
     if get_source(source).embedded:
         return []
-    return [f"{DATA}/raw/{source}/.fetched"]
+    return [f"{DATA}/raw/{source}/fetched.txt"]
 
 
 def split_files(wildcards):
