@@ -51,8 +51,16 @@ def test_grid_larger_than_budget_gives_distinct_random_draws() -> None:
     assert len({tuple(c.items()) for c in configs}) == 7
     assert configs == sample_configs(space, "regression", n_configs=7, seed=0)
     assert configs != sample_configs(space, "regression", n_configs=7, seed=1)
-    # A smaller budget with the same seed is a prefix of a larger one.
-    assert sample_configs(space, "regression", n_configs=3, seed=0) == configs[:3]
+
+
+def test_small_budget_covers_every_stratum_of_each_parameter() -> None:
+    # Latin hypercube: 4 draws over a 4-value learning rate use each value exactly once, for any seed.
+    space = {"lr": {"choice": [0.001, 0.01, 0.1, 0.3]}, "depth": {"choice": [3, 5, 10]},
+             "trees": {"choice": [50, 100, 500, 1000]}}
+    for seed in range(20):
+        configs = sample_configs(space, "binary", n_configs=4, seed=seed)
+        assert sorted(c["lr"] for c in configs) == [0.001, 0.01, 0.1, 0.3]
+        assert sorted(c["trees"] for c in configs) == [50, 100, 500, 1000]
 
 
 def test_small_integer_range_is_enumerated_when_it_fits() -> None:

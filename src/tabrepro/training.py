@@ -58,7 +58,9 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
 
     space = params.search_space(job.paper, job.dataset, job.model)
     n_configs = params.n_configs(job.paper, job.dataset, job.model)
-    configs = sample_configs(space, schema.task, n_configs, derive_seed(params.seed, *_names(job), "search"))
+    # One candidate set per dataset x model, shared by its folds: folds then differ only in data.
+    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
+    configs = sample_configs(space, schema.task, n_configs, search_seed)
     model_cls = get_model_class(job.model)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
     selection_metric = SELECTION_METRIC[schema.task]

@@ -13,9 +13,11 @@ the classification branch.
 Sampling rule: when the space is finite (only choices, fixed values and integer ranges) and has
 no more points than `n_configs`, the whole grid is returned in a fixed order (parameters sorted by
 name, each parameter's values in listed / ascending order); this includes the paper's own rule
-"all choices and grid <= n_configs". Otherwise `n_configs` distinct random draws are returned.
-Draws are sequential, so a smaller budget with the same seed gives a prefix of a larger one (the
-quick profile's configurations are the first ones the paper profile would try).
+"all choices and grid <= n_configs". Otherwise `n_configs` distinct draws from a Latin hypercube
+design are returned: each parameter's range is cut into `n_configs` equal-probability strata and
+every stratum is used once, so even a budget of a handful covers every learning-rate decade and
+depth band (plain random draws of 6 out of a 48-point boosting grid can miss every useful learning
+rate, as a quick-profile run showed).
 
 Values come back as plain Python types (int, float, str, bool, None, tuple): lists become tuples,
 which is what scikit-learn expects for `hidden_layer_sizes` and what keeps configurations hashable.
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from scipy.stats import qmc
 
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 
@@ -103,21 +106,22 @@ class ParamSpec:
             return (float(self.low),)
         raise SearchSpaceError(f"parameter {self.name!r}: a continuous range has no grid")
 
-    def sample(self, rng: np.random.Generator) -> Any:
-        """One draw; fixed values consume no randomness."""
+    def from_unit(self, u: float) -> Any:
+        """The value at quantile `u` in [0, 1) of this parameter's distribution (inverse CDF)."""
         if self.kind == "fixed":
             return self.values[0]
         if self.kind == "choice":
-            return self.values[int(rng.integers(len(self.values)))]
+            return self.values[min(int(u * len(self.values)), len(self.values) - 1)]
         if self.kind == "int":
-            return int(rng.integers(int(self.low), int(self.high) + 1))
+            span = int(self.high) - int(self.low) + 1
+            return int(self.low) + min(int(u * span), span - 1)
         if self.kind == "log_int":
-            # floor of a log-uniform draw on [lo, hi + 1): integer k gets mass ∝ log((k+1)/k).
-            draw = math.exp(rng.uniform(math.log(self.low), math.log(self.high + 1)))
+            # floor of a log-uniform value on [lo, hi + 1): integer k gets mass ∝ log((k+1)/k).
+            draw = math.exp(math.log(self.low) + u * (math.log(self.high + 1) - math.log(self.low)))
             return int(min(max(math.floor(draw), self.low), self.high))
         if self.kind == "uniform":
-            return float(rng.uniform(self.low, self.high))
-        return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
+            return float(self.low + u * (self.high - self.low))
+        return float(math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low))))
 
 
 def _parse_bounds(name: str, kind: str, raw: Any) -> tuple[float, float]:
@@ -234,20 +238,21 @@ def sample_configs(
         ]
 
     rng = np.random.default_rng(seed)
+    names = list(specs)
     configs: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
-    max_draws = 100 * n_configs + 10_000
-    for _ in range(max_draws):
-        config = {name: spec.sample(rng) for name, spec in specs.items()}
-        key = tuple(config.values())
-        if key in seen:
-            continue
-        seen.add(key)
-        configs.append(config)
+    for _ in range(100):  # further designs only top up duplicates of a coarse choice grid
+        design = qmc.LatinHypercube(d=len(names), rng=rng).random(n_configs - len(configs))
+        for point in design:
+            config = {name: specs[name].from_unit(float(u)) for name, u in zip(names, point)}
+            key = tuple(config.values())
+            if key not in seen:
+                seen.add(key)
+                configs.append(config)
         if len(configs) == n_configs:
             return configs
     raise SearchSpaceError(  # pragma: no cover - needs a pathologically narrow space
-        f"could not draw {n_configs} distinct configurations in {max_draws} attempts"
+        f"could not draw {n_configs} distinct configurations from the space"
     )
 
 
