@@ -1,0 +1,176 @@
+"""Training-step benchmark for NPT: seconds per step, achieved GFLOP/s, peak memory.
+
+    python -m tabrepro.npt.bench [--cases breast_cancer protein] [--steps 3] [--threads N]
+
+Cases (random data of the stated shape; the cost of a step does not depend on the values):
+
+* breast_cancer: 569 rows, 30 continuous features + binary target (31 attributes), NPT-Small
+  with e = 32, 8 layers, 8 heads, the whole table as one batch (App. C.1.2).
+* protein: one 2048-row batch of 9 continuous features + continuous target (10 attributes),
+  NPT-Base with e = 128 (App. C.1.3), p_target 0.15.
+
+A step is everything `NPTTrainer.train_step` does: slicing the epoch's masks, forward, loss,
+backward, gradient clipping, LAMB + Lookahead. FLOPs are counted with
+`torch.utils.flop_counter.FlopCounterMode` over one real step (the oneDNN linear op is registered
+with it), so the figure covers matrix products and attention only, not element-wise work.
+Peak memory: on CUDA the allocator's peak; on CPU the growth of the process's peak resident set
+while the case runs, each case in a fresh subprocess so that one case cannot mask another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing
+import resource
+import statistics
+import sys
+import time
+from typing import Any
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from tabrepro.npt.config import NPTConfig, categorical, continuous
+from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
+from tabrepro.npt.trainer import NPTTrainer
+
+__all__ = ["CASES", "run_case", "main"]
+
+CASES: dict[str, dict[str, Any]] = {
+    "breast_cancer": {
+        "n_rows": 569, "n_features": 30, "target": "binary",
+        "config": {"embed_dim": 32, "n_layers": 8, "n_heads": 8, "lr": 5e-4,
+                   "flat_fraction": 0.5, "batch_size": None, "p_target": 1.0,
+                   "max_steps": 2000},
+    },
+    "protein": {
+        "n_rows": 2048, "n_features": 9, "target": "continuous",
+        "config": {"embed_dim": 128, "n_layers": 8, "n_heads": 8, "lr": 1e-3,
+                   "flat_fraction": 0.7, "batch_size": None, "p_target": 0.15,
+                   "max_steps": 400_000},
+    },
+}
+
+
+def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None,
+                            **kwargs: Any) -> int:
+    return 2 * math.prod(out_shape) * int(w_shape[-1])
+
+
+def _flop_counter() -> FlopCounterMode:
+    mapping = {}
+    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        mapping[torch.ops.mkldnn._linear_pointwise] = _linear_pointwise_flops
+    return FlopCounterMode(display=False, custom_mapping=mapping)
+
+
+def _random_table(case: dict[str, Any], seed: int = 0) -> NPTTable:
+    n, d = case["n_rows"], case["n_features"] + 1
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.randn((n, d), generator=generator)
+    if case["target"] == "binary":
+        attributes = [continuous() for _ in range(d - 1)] + [categorical(2)]
+        values[:, -1] = (values[:, 0] + 0.5 * torch.randn(n, generator=generator) > 0).float()
+    else:
+        attributes = [continuous() for _ in range(d)]
+    roles = torch.full((n,), TRAIN)
+    order = torch.randperm(n, generator=generator)
+    roles[order[: int(0.1 * n)]] = VAL
+    roles[order[int(0.1 * n): int(0.3 * n)]] = TEST
+    return NPTTable(attributes, values, roles)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
+             bf16: bool = False, threads: int | None = None, onednn: bool = True) -> dict[str, Any]:
+    """Time `steps` training steps of case `name` after `warmup` steps; returns the figures."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    case = CASES[name]
+    config = NPTConfig(**case["config"], device=device, bf16_autocast=bf16, onednn_linear=onednn)
+    table = _random_table(case)
+    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    trainer = NPTTrainer(table.attributes, config)
+    trainer.prepare(table)
+    dev = trainer.device
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    for _ in range(warmup):
+        trainer.train_step()
+    with _flop_counter() as counter:
+        trainer.train_step()
+    flops = counter.get_total_flops()
+    times = []
+    for _ in range(steps):
+        _sync(dev)
+        start = time.perf_counter()
+        trainer.train_step()
+        _sync(dev)
+        times.append(time.perf_counter() - start)
+    if dev.type == "cuda":
+        peak_bytes = torch.cuda.max_memory_allocated(dev)
+        memory_kind = "CUDA allocator peak"
+    else:
+        rss_after_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak_bytes = (rss_after_kib - rss_before_kib) * 1024
+        memory_kind = "peak RSS growth"
+    n_params = sum(p.numel() for p in trainer.model.parameters())  # type: ignore[union-attr]
+    median = statistics.median(times)
+    return {
+        "case": name, "device": str(dev), "threads": torch.get_num_threads(),
+        "rows": table.n_rows, "attributes": len(table.attributes),
+        "embed_dim": config.embed_dim, "parameters": n_params,
+        "step_s_median": median, "step_s_min": min(times), "steps_timed": steps,
+        "gflop_per_step": flops / 1e9, "gflops_per_s": flops / 1e9 / median,
+        "peak_memory_mib": peak_bytes / 2**20, "memory_kind": memory_kind,
+        "bf16_autocast": bf16, "onednn_linear": onednn and dev.type == "cpu",
+    }
+
+
+def _run_in_subprocess(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        return pool.apply(run_case, (name,), kwargs)
+
+
+def _format(result: dict[str, Any]) -> str:
+    return (f"{result['case']:>14} | {result['device']:>6} x{result['threads']:<2} | "
+            f"{result['rows']:>5} rows x {result['attributes']:>2} attrs, e={result['embed_dim']:<3} "
+            f"({result['parameters'] / 1e6:.1f} M params) | "
+            f"{result['step_s_median']:.3f} s/step (min {result['step_s_min']:.3f}) | "
+            f"{result['gflop_per_step']:.1f} GFLOP/step, {result['gflops_per_s']:.1f} GFLOP/s | "
+            f"{result['peak_memory_mib']:.0f} MiB {result['memory_kind']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--steps", type=int, default=3, help="timed steps per case")
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    parser.add_argument("--no-onednn", action="store_true", help="plain F.linear on CPU")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run cases in this process (CPU peak memory then accumulates)")
+    args = parser.parse_args(argv)
+    kwargs = {"steps": args.steps, "warmup": args.warmup, "device": args.device,
+              "bf16": args.bf16, "threads": args.threads, "onednn": not args.no_onednn}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} default CPU threads, "
+          f"CUDA available: {torch.cuda.is_available()}")
+    for name in args.cases:
+        if args.in_process:
+            result = run_case(name, **kwargs)
+        else:
+            result = _run_in_subprocess(name, kwargs)
+        print(_format(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

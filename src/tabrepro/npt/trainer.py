@@ -1,0 +1,399 @@
+"""NPT training loop: masking, minibatching, model selection, checkpoints and exact resume.
+
+Reproducibility contract: same config, same table, same device and thread count -> the same
+weights bit for bit, and a run killed after any checkpoint and resumed from it ends with the
+same weights as an uninterrupted run. That rests on three things:
+
+* every random choice comes from an explicit `torch.Generator`: weight initialisation and the
+  per-epoch draws (batch composition, masks) from generators seeded by `derive_seed(seed, name,
+  epoch)`, so they are recomputed rather than stored; dropout from one stateful generator whose
+  state is checkpointed;
+* the learning rate and lambda are pure functions of the step;
+* the checkpoint holds the full state (model, LAMB moments, Lookahead slow weights, dropout
+  generator, step, best-so-far weights, loss history) and is written atomically (temp file,
+  fsync, os.replace), so a kill mid-write leaves the previous checkpoint intact.
+
+Evaluation masks every validation and test target (they are zero in `NPTTable.inputs` anyway),
+reveals every training target, and scores the validation rows; model selection keeps the
+weights with the lowest validation target loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, Attribute, NPTConfig
+from tabrepro.npt.masking import (TEST, TRAIN, VAL, MaskDraw, NPTTable, batch_plan, draw_masks,
+                                  feature_loss_weight, npt_loss, target_loss)
+from tabrepro.npt.model import NPTModel
+from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
+from tabrepro.seeding import derive_seed
+
+__all__ = ["NPTTrainer", "FitResult", "resolve_device", "STATE_FILE", "BEST_WEIGHTS_FILE"]
+
+STATE_FILE = "state.pt"
+BEST_WEIGHTS_FILE = "best_weights.pt"
+_CHECKPOINT_FORMAT = 1
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" picks CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but CUDA is not available")
+    return torch.device(name)
+
+
+def atomic_save(obj: Any, path: Path) -> None:
+    """torch.save to a temp file in the same directory, fsync, then os.replace onto `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as handle:
+            torch.save(obj, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@dataclass
+class FitResult:
+    steps: int  # optimiser steps taken in total (including those before a resume)
+    best_step: int  # step whose weights were kept
+    best_val_loss: float | None  # None without validation rows
+    history: list[dict[str, float]]  # per training step: loss, target_loss, feature_loss, lr, ...
+    val_history: list[tuple[int, float]]  # (step, validation target loss)
+    diverged: bool = False
+    resumed_from: int | None = None
+    checkpoint_dir: Path | None = None
+    # Target loss of the selected weights on test rows with a known label (None if there are
+    # none). Computed once, after training: test labels never reach the trajectory.
+    test_loss: float | None = None
+
+
+@dataclass
+class _EpochPlan:
+    epoch: int
+    batches: list[Tensor]
+    masks: MaskDraw
+
+
+class NPTTrainer:
+    """Trains one NPTModel on one NPTTable (fit), then predicts with the selected weights."""
+
+    def __init__(self, attributes: list[Attribute] | tuple[Attribute, ...], config: NPTConfig,
+                 *, checkpoint_dir: str | Path | None = None):
+        self.attributes = tuple(attributes)
+        self.config = config
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        self.device = resolve_device(config.device)
+        self.model: NPTModel | None = None
+        self.optimizer: Lookahead | None = None
+        self.schedule = LRSchedule.from_config(config)
+        self.table: NPTTable | None = None
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+        self.val_history: list[tuple[int, float]] = []
+        self.best_loss: float | None = None
+        self.best_step = 0
+        self.best_weights: dict[str, Tensor] | None = None
+        self.diverged = False
+        self.steps_per_epoch = 1
+        self._train_rows: Tensor | None = None
+        self._plan: _EpochPlan | None = None
+        self._eval_batches: list[Tensor] | None = None
+        self._dropout_generator: torch.Generator | None = None
+
+    # ------------------------------------------------------------------ setup
+    def _seed(self, *names: object) -> int:
+        return derive_seed(self.config.seed, "npt", *names)
+
+    def _generator(self, seed: int) -> torch.Generator:
+        return torch.Generator(device=self.device).manual_seed(seed)
+
+    def build_model(self) -> NPTModel:
+        """Initialise weights on CPU from an explicit seed (same init on every device)."""
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self._seed("init"))
+            model = NPTModel(self.attributes, self.config)
+        return model.to(self.device)
+
+    def prepare(self, table: NPTTable) -> None:
+        """Fresh model, optimiser and generators for training on `table` (step 0)."""
+        if table.attributes != self.attributes:
+            raise ValueError("the table's attributes differ from the trainer's")
+        cfg = self.config
+        self.table = table.to(self.device)
+        train_rows = self.table.rows(TRAIN)
+        if train_rows.numel() == 0:
+            raise ValueError("NPT needs at least one training row")
+        self._train_rows = (torch.arange(self.table.n_rows, device=self.device)
+                            if cfg.semi_supervised else train_rows)
+        n_input = self._train_rows.numel()
+        self.steps_per_epoch = 1 if cfg.batch_size is None else -(-n_input // cfg.batch_size)
+        self.model = self.build_model()
+        self._dropout_generator = self._generator(self._seed("dropout"))
+        self.model.dropout_generator = self._dropout_generator
+        self.optimizer = build_optimizer(self.model, cfg)
+        self.step = 0
+        self.history, self.val_history = [], []
+        self.best_loss, self.best_step, self.best_weights = None, 0, None
+        self.diverged = False
+        self._plan = None
+        self._eval_batches = self.eval_batches(self.table)
+
+    def eval_batches(self, table: NPTTable) -> list[Tensor]:
+        """Evaluation minibatches over all rows, fixed for a given table and seed."""
+        rows = torch.arange(table.n_rows, device=table.device)
+        return batch_plan(table, rows, self.config.batch_size, self._generator(self._seed("eval")))
+
+    def _epoch_plan(self, epoch: int) -> _EpochPlan:
+        if self._plan is None or self._plan.epoch != epoch:
+            assert self.table is not None and self._train_rows is not None
+            generator = self._generator(self._seed("epoch", epoch))
+            batches = batch_plan(self.table, self._train_rows, self.config.batch_size, generator,
+                                 stratify=self.config.stratify_batches)
+            masks = draw_masks(self.table, self.config, generator)
+            self._plan = _EpochPlan(epoch, batches, masks)
+        return self._plan
+
+    # ------------------------------------------------------------------ training
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
+                              enabled=self.config.bf16_autocast)
+
+    def train_step(self) -> dict[str, float]:
+        """One optimiser step on the next minibatch; returns the logged losses."""
+        assert self.model is not None and self.optimizer is not None and self.table is not None
+        cfg = self.config
+        epoch, index = divmod(self.step, self.steps_per_epoch)
+        plan = self._epoch_plan(epoch)
+        rows = plan.batches[index]
+        lam = feature_loss_weight(cfg, self.step)
+        lr = self.schedule.apply(self.optimizer, self.step)
+
+        self.model.train()
+        with self._autocast():
+            outputs = self.model.forward_codes(plan.masks.values[rows], plan.masks.mask[rows])
+        terms = npt_loss(outputs, self.table.inputs[rows], plan.masks.target_selected[rows],
+                         plan.masks.feature_selected[rows], self.attributes, lam)
+        self.optimizer.zero_grad(set_to_none=True)
+        if not bool(torch.isfinite(terms.total)):
+            self.diverged = True
+            return {"step": float(self.step), "loss": float("nan")}
+        terms.total.backward()
+        grad_norm = clip_gradients(self.model.parameters(), cfg.grad_clip, cfg.grad_clip_threshold)
+        self.optimizer.step()
+        self.step += 1
+        record = {"step": float(self.step), "loss": _scalar(terms.total),
+                  "target_loss": _scalar(terms.target), "feature_loss": _scalar(terms.feature),
+                  "n_target": _scalar(terms.n_target), "n_feature": _scalar(terms.n_feature),
+                  "lr": lr, "lambda": lam,
+                  "grad_norm": float("nan") if grad_norm is None else _scalar(grad_norm)}
+        self.history.append(record)
+        return record
+
+    @torch.no_grad()
+    def target_outputs(self, table: NPTTable | None = None,
+                       batches: list[Tensor] | None = None) -> Tensor:
+        """Target-attribute outputs (logits or value) for every row, all non-train targets masked."""
+        assert self.model is not None
+        if table is None:
+            assert self.table is not None
+            table, batches = self.table, self._eval_batches
+        else:
+            table = table.to(self.device)
+        if batches is None:
+            batches = self.eval_batches(table)
+        self.model.eval()
+        width = self.attributes[-1].width
+        result = torch.empty((table.n_rows, width), device=self.device)
+        for rows in batches:
+            with self._autocast():
+                outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows])
+            result[rows] = outputs[-1].float()
+        return result
+
+    def split_loss(self, outputs: Tensor, role: int, table: NPTTable | None = None) -> float | None:
+        """Mean target loss over the rows of `role` with an observed label (None if there are none)."""
+        table = self.table if table is None else table.to(self.device)
+        assert table is not None
+        rows = torch.nonzero((table.split == role) & table.label_observed).reshape(-1)
+        if rows.numel() == 0:
+            return None
+        return float(target_loss(outputs[rows], table.labels[rows], self.attributes[-1]))
+
+    def _validate(self) -> None:
+        assert self.model is not None
+        loss = self.split_loss(self.target_outputs(), VAL)
+        if loss is None:
+            return
+        self.val_history.append((self.step, loss))
+        if self.best_loss is None or loss < self.best_loss:
+            self.best_loss, self.best_step = loss, self.step
+            self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def _is_eval_step(self, step: int) -> bool:
+        interval = self.config.eval_every_epochs * self.steps_per_epoch
+        return step % interval == 0 or step == self.config.max_steps
+
+    @contextlib.contextmanager
+    def _determinism(self) -> Iterator[None]:
+        previous = (torch.are_deterministic_algorithms_enabled(),
+                    torch.is_deterministic_algorithms_warn_only_enabled())
+        if self.config.deterministic:
+            # cuBLAS needs CUBLAS_WORKSPACE_CONFIG for strict mode; warn instead of failing there.
+            torch.use_deterministic_algorithms(True, warn_only=self.device.type != "cpu")
+        try:
+            yield
+        finally:
+            torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+
+    def fit(self, table: NPTTable, *, resume: bool = True,
+            callback: Callable[[int, dict[str, float]], None] | None = None) -> FitResult:
+        """Train for `max_steps` steps (resuming from the state file if there is one).
+
+        `callback(step, record)` runs after each step, after that step's checkpoint was written;
+        an exception raised there stops training like a crash would (tests use it to interrupt).
+        """
+        cfg = self.config
+        with self._determinism():
+            self.prepare(table)
+            resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
+            while self.step < cfg.max_steps and not self.diverged:
+                record = self.train_step()
+                if self.diverged:
+                    break
+                if self._is_eval_step(self.step):
+                    self._validate()
+                every = cfg.checkpoint_every_steps
+                if (every and self.checkpoint_dir is not None and self.step % every == 0
+                        and self.step < cfg.max_steps):
+                    self.save_checkpoint()
+                if callback is not None:
+                    callback(self.step, record)
+            self._finish()
+            test_loss = self.split_loss(self.target_outputs(), TEST)
+        return FitResult(steps=self.step, best_step=self.best_step, best_val_loss=self.best_loss,
+                         history=list(self.history), val_history=list(self.val_history),
+                         diverged=self.diverged, resumed_from=resumed_from,
+                         checkpoint_dir=self.checkpoint_dir, test_loss=test_loss)
+
+    def _finish(self) -> None:
+        """Load the selected weights; persist the final state and the best weights."""
+        assert self.model is not None
+        if self.best_weights is None:  # no validation rows (or diverged before any): last weights
+            self.best_step = self.step
+            self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        if self.checkpoint_dir is not None:
+            self.save_checkpoint()
+        self.model.load_state_dict(self.best_weights)
+        self.model.eval()
+        if self.checkpoint_dir is not None:
+            atomic_save({k: v.cpu() for k, v in self.best_weights.items()},
+                        self.checkpoint_dir / BEST_WEIGHTS_FILE)
+
+    # ------------------------------------------------------------------ checkpoints
+    def _comparable_config(self, values: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in NPTConfig.from_dict(values).to_dict().items()
+                if k not in RESUME_NEUTRAL_FIELDS}
+
+    def state_dict(self) -> dict[str, Any]:
+        assert self.model is not None and self.optimizer is not None and self.table is not None
+        return {
+            "format": _CHECKPOINT_FORMAT,
+            "config": self.config.to_dict(),
+            "attributes": [(a.kind, a.n_classes, a.name) for a in self.attributes],
+            "table_fingerprint": self.table.fingerprint(),
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "rng": {"dropout": self._dropout_generator.get_state()},
+            "best": {"loss": self.best_loss, "step": self.best_step, "weights": self.best_weights},
+            "history": self.history,
+            "val_history": self.val_history,
+            "diverged": self.diverged,
+        }
+
+    def save_checkpoint(self) -> Path:
+        assert self.checkpoint_dir is not None
+        path = self.checkpoint_dir / STATE_FILE
+        state = self.state_dict()
+        atomic_save(_to_cpu(state), path)
+        return path
+
+    def load_checkpoint(self) -> int | None:
+        """Restore the state file if present (after prepare); returns the restored step."""
+        assert self.checkpoint_dir is not None and self.model is not None
+        assert self.optimizer is not None and self.table is not None
+        path = self.checkpoint_dir / STATE_FILE
+        if not path.exists():
+            return None
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if state.get("format") != _CHECKPOINT_FORMAT:
+            raise ValueError(f"{path}: unknown checkpoint format {state.get('format')!r}")
+        if self._comparable_config(state["config"]) != self._comparable_config(self.config.to_dict()):
+            raise ValueError(f"{path} was written with a different NPTConfig; refusing to resume")
+        if state["table_fingerprint"] != self.table.fingerprint():
+            raise ValueError(f"{path} was written for different data; refusing to resume")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(_to_device(state["optimizer"], self.device))
+        self.schedule.load_state_dict(state["schedule"])
+        assert self._dropout_generator is not None
+        self._dropout_generator.set_state(state["rng"]["dropout"])
+        self.step = int(state["step"])
+        best = state["best"]
+        self.best_loss, self.best_step = best["loss"], int(best["step"])
+        self.best_weights = (None if best["weights"] is None
+                             else {k: v.to(self.device) for k, v in best["weights"].items()})
+        self.history = list(state["history"])
+        self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
+        self.diverged = bool(state["diverged"])
+        self._plan = None
+        return self.step
+
+    def load_weights(self, path: str | Path) -> None:
+        """Load a weights-only file (e.g. best_weights.pt) into a freshly built model."""
+        if self.model is None:
+            self.model = self.build_model()
+        weights = torch.load(Path(path), map_location=self.device, weights_only=True)
+        self.model.load_state_dict(weights)
+        self.model.eval()
+
+
+def _scalar(value: Tensor) -> float:
+    return float(value.detach())
+
+
+def _to_cpu(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    if isinstance(value, Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_device(v, device) for v in value]
+    return value
+
