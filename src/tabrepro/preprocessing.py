@@ -114,6 +114,15 @@ class Preprocessor:
         return sum(1 if isinstance(b, _ContinuousStats) else b.width for b in self._fitted_blocks())
 
     @property
+    def feature_groups(self) -> list[tuple[str, int]]:
+        """(kind, n_columns) per input feature, in output column order.
+
+        Models that treat a one-hot group as one attribute (NPT, BiSHop) need this layout.
+        """
+        return [("continuous", 1) if isinstance(b, _ContinuousStats) else ("categorical", b.width)
+                for b in self._fitted_blocks()]
+
+    @property
     def feature_names_out(self) -> list[str]:
         """Output column names: `col` for continuous, `col=level` and `col=<missing>` for one-hot."""
         names: list[str] = []

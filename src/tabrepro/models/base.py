@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-__all__ = ["Task", "TASKS", "TabularModel", "NotFittedError"]
+__all__ = ["Task", "TASKS", "TabularModel", "NotFittedError", "FitContext"]
 
 Task = Literal["binary", "multiclass", "regression"]
 TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
@@ -31,6 +33,23 @@ TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
 
 class NotFittedError(RuntimeError):
     """predict/predict_proba called before fit."""
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """What some models need beyond (X, y): optional for every model, ignored by most.
+
+    feature_groups: (kind, n_columns) per original feature in column order, kind "continuous" or
+        "categorical" (a one-hot group); NPT and BiSHop embed a feature, not a column.
+    X_test: the test rows' features, targets never given. NPT's semi-supervised mode puts them
+        into its input with the target masked (npt.md, "Semi-supervision").
+    work_dir: a directory the model may use for resumable state (checkpoints). It is not a
+        declared workflow output, so it survives a killed or requeued job.
+    """
+
+    feature_groups: tuple[tuple[str, int], ...] | None = None
+    X_test: np.ndarray | None = None
+    work_dir: Path | None = None
 
 
 def _resolve_n_jobs(n_jobs: int) -> int:
@@ -59,6 +78,12 @@ class TabularModel(ABC):
     """
 
     name: ClassVar[str]
+    # Where its jobs run: "gpu" models get a GPU in the Slurm profile (CUDA when present, CPU
+    # otherwise); "cpu" models ask for CPUs and memory only.
+    accelerator: ClassVar[Literal["cpu", "gpu"]] = "cpu"
+    # True: one workflow job per configuration (each is long, e.g. an NPT variant), then a
+    # selection job; False: one job per fold loops over the configurations.
+    per_config_jobs: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -87,6 +112,7 @@ class TabularModel(ABC):
         self.n_classes = None if n_classes is None else int(n_classes)
         # Filled by fit: training-time facts worth logging (e.g. the MLP's best epoch).
         self.fit_info_: dict[str, Any] = {}
+        self.context: FitContext = FitContext()
         self._n_features: int | None = None
         self._train_classes: np.ndarray | None = None  # original indices of the present classes
         self._constant_proba: np.ndarray | None = None  # single-class training set
@@ -109,8 +135,10 @@ class TabularModel(ABC):
         y_train: np.ndarray,
         X_val: np.ndarray | None = None,
         y_val: np.ndarray | None = None,
+        *,
+        context: FitContext | None = None,
     ) -> Self:
-        """Fit on the training rows; the validation rows are for early stopping only."""
+        """Fit on the training rows; the validation rows are for early stopping and selection."""
         X_train = _as_matrix(X_train, "X_train")
         if X_train.shape[0] == 0:
             raise ValueError("X_train has no rows")
@@ -127,6 +155,7 @@ class TabularModel(ABC):
             if X_val.shape[0] == 0:  # an empty validation split is no validation split
                 X_val = y_val = None
         self._n_features = X_train.shape[1]
+        self.context = context if context is not None else FitContext()
         self.fit_info_ = {}
         self._constant_proba = None
 
@@ -185,6 +214,13 @@ class TabularModel(ABC):
     def _predict_values(self, X: np.ndarray) -> np.ndarray:
         """(n,) regression predictions on the standardised scale."""
         raise NotImplementedError(f"{self.name} does not implement regression")
+
+    def save_weights(self, path: Path) -> bool:
+        """Write the fitted weights (a small, versionable artefact); False if the model has none.
+
+        Deep models override this; tree and neighbour models keep nothing worth versioning.
+        """
+        return False
 
     # ------------------------------------------------------------------- helpers
     def _estimator_kwargs(self, owned: dict[str, Any], params: dict[str, Any] | None = None) -> dict:
