@@ -27,13 +27,43 @@ def test_repository_params_validate_for_every_profile():
         assert Params(RAW, profile=profile).profile_name == profile
 
 
-def test_quick_profile_is_breast_cancer_with_seven_baselines_over_ten_folds():
+def test_quick_profile_is_breast_cancer_with_seven_baselines_and_npt_over_ten_folds():
     params = Params(RAW, profile="quick")
     jobs = params.jobs()
     assert {j.dataset for j in jobs} == {"breast_cancer"}
-    assert len({j.model for j in jobs}) == 7
+    assert len({j.model for j in jobs}) == 8 and "npt" in {j.model for j in jobs}
     assert sorted({j.fold for j in jobs}) == list(range(10))
-    assert len(jobs) == 70
+    assert len(jobs) == 80
+
+
+def test_npt_small_sweep_has_the_papers_eight_variants_and_quick_shrinks_npt():
+    from tabrepro.tuning import sample_configs, variant_names
+
+    paper = Params(RAW, profile="paper")
+    space = paper.search_space("npt", "breast_cancer", "npt")
+    assert variant_names(space) == ["vanilla", "layers16", "heads16", "layers16_heads16", "p_target_0.1",
+                                    "p_target_0.5", "p_feature_0.2", "cosine_cyclic"]
+    configs = sample_configs(space, "binary", paper.n_configs("npt", "breast_cancer", "npt"), seed=0)
+    assert len(configs) == 8
+    assert configs[0]["embed_dim"] == 32 and configs[0]["lr"] == 0.0005  # breast cancer: e = 32
+    assert configs[4]["p_target"] == 0.1 and configs[4]["max_steps"] == 10 * configs[0]["max_steps"]
+    assert configs[7]["lr_schedule"] == "cosine_cyclic"
+    boston = sample_configs(paper.search_space("npt", "boston", "npt"), "regression", 8, seed=0)
+    assert boston[0]["embed_dim"] == 128 and boston[1]["n_layers"] == 16
+    assert paper.n_configs("npt", "protein", "npt") == 1
+
+    quick = Params(RAW, profile="quick")
+    assert quick.n_configs("npt", "breast_cancer", "npt") == 1  # per-model cap beats max_configs
+    assert quick.n_configs("npt", "breast_cancer", "xgboost") == RAW["profiles"]["quick"]["max_configs"]
+    (small,) = sample_configs(quick.search_space("npt", "breast_cancer", "npt"), "binary", 1, seed=0)
+    assert small["max_steps"] < configs[0]["max_steps"] and small["lr"] == 0.0005  # forced on top
+    job = quick.jobs()[0]
+    assert quick.job_digest(job) != paper.job_digest(job)
+
+
+def test_model_overrides_name_known_models():
+    with pytest.raises(ParamsError, match=r"profiles\.quick\.model_overrides: unknown model 'nptt'.*npt"):
+        params_with(lambda r: r["profiles"]["quick"].update(model_overrides={"nptt": {"max_configs": 1}}))
 
 
 def test_paper_profile_covers_every_dataset_of_both_papers():

@@ -14,6 +14,7 @@ from tabrepro.tuning import (
     sample_configs,
     select_best,
     space_size,
+    variant_names,
 )
 
 PARAMS_YAML = Path(__file__).resolve().parents[1] / "params.yaml"
@@ -150,3 +151,25 @@ def test_select_best_direction_ties_and_nan() -> None:
         select_best([1.0], "f1")
     with pytest.raises(ValueError, match="no valid"):
         select_best([float("nan")], "auroc")
+
+
+def test_variant_spaces_give_named_configs_in_order_with_forced_values_last():
+    space = {"n_configs": 3, "params": {"depth": 4, "rate": {"classification": 0.1, "regression": 0.2}},
+             "variants": {"plain": {}, "deep": {"depth": 8}, "slow": {"rate": 0.01}},
+             "forced": {"depth": 2}}
+    assert variant_names(space) == ["plain", "deep", "slow"]
+    configs = sample_configs(space, "regression", 2, seed=0)
+    assert configs == [{"depth": 2, "rate": 0.2}, {"depth": 2, "rate": 0.2}]
+    del space["forced"]
+    assert sample_configs(space, "binary", 3, seed=5) == [
+        {"depth": 4, "rate": 0.1}, {"depth": 8, "rate": 0.1}, {"depth": 4, "rate": 0.01}]
+
+
+@pytest.mark.parametrize("variants, message", [
+    ({"typo": {"dpeth": 3}}, r"variant 'typo' overrides \['dpeth'\]"),
+    ({"sampled": {"depth": {"int": [1, 3]}}}, r"variant 'sampled': parameter 'depth' must be a fixed value"),
+    ({}, "non-empty mapping"),
+])
+def test_malformed_variants_are_named(variants, message):
+    with pytest.raises(SearchSpaceError, match=message):
+        sample_configs({"n_configs": 1, "params": {"depth": 4}, "variants": variants}, "binary", 1, seed=0)

@@ -39,8 +39,12 @@ def tiny_profile(raw: dict, datasets: list[str]) -> None:
         "description": "end-to-end test",
         "max_configs": 2,
         "folds": [0, 1],
-        "papers": {"npt": {"datasets": datasets, "models": ["knn", "random_forest"]},
+        "papers": {"npt": {"datasets": datasets, "models": ["knn", "random_forest", "npt"]},
                    "bishop": {"datasets": [], "models": []}},
+        # Two NPT variants exercise the per-configuration jobs and the selection on validation.
+        "model_overrides": {"npt": {"max_configs": 2, "params": {
+            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
+            "checkpoint_every_steps": 3}}},
     }
     raw["profile"] = "tiny"
     for space in ("npt_small",):  # keep forests small so the test takes seconds
@@ -60,6 +64,14 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
     assert run.returncode == 0, run.stderr[-4000:]
 
     for dataset in datasets:
+        for fold in (0, 1):
+            job = work / f"results/npt/{dataset}/npt/fold{fold}"
+            npt = json.loads((job / "metrics.json").read_text())
+            assert npt["selection"]["n_configs"] == 2 and npt["selection"]["variant"] in ("vanilla", "layers16")
+            chosen = json.loads((job / f"config{npt['selection']['best_index']}/result.json").read_text())
+            assert chosen["metrics"]["val"] == npt["metrics"]["val"]  # chosen on validation
+            assert (job / "weights.pt").read_bytes() == (job / f"config{npt['selection']['best_index']}/weights.pt").read_bytes()
+            assert (job / "config0/state/state.pt").is_file()  # resumable state, not an output
         for model in ("knn", "random_forest"):
             for fold in (0, 1):
                 result = json.loads((work / f"results/npt/{dataset}/{model}/fold{fold}/metrics.json").read_text())
@@ -69,6 +81,7 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
                 assert result["metrics"]["test"][key] > 0
     table10 = (work / "results/tables/npt/table10.md").read_text()
     assert "k-NN" in table10 and "Random Forest" in table10 and "0.98" in table10  # paper value beside ours
+    assert "NPT" in table10
     for name in ("table1", "table8", "table9", "table11", "table12"):
         for ext in ("md", "tex", "csv"):
             assert (work / f"results/tables/npt/{name}.{ext}").is_file()

@@ -93,21 +93,63 @@ def cmd_split(args: argparse.Namespace) -> None:
     print(f"{manifest}: {len(splits)} fold(s); rows tested once: {(tested == 1).sum()}/{schema.n_rows}")
 
 
-def cmd_train(args: argparse.Namespace) -> None:
-    from tabrepro.training import run_job, write_result
-
-    params = _params(args)
+def _job(params: Params, args: argparse.Namespace) -> Job:
+    """The job named on the command line, checked against params.yaml."""
     job = Job(args.paper, args.dataset, args.model, args.fold)
     params.dataset_entry(job.paper, job.dataset)
     if job.model not in params.paper(job.paper)["models"]:
         raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
     if job.fold not in range(params.n_folds(job.paper, job.dataset)):
         raise ParamsError(f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)")
+    return job
+
+
+def _per_config(model: str) -> bool:
+    from tabrepro.models.registry import get_model_class
+
+    return get_model_class(model).per_config_jobs
+
+
+def _print_result(out: Path, result: dict, split: str = "test") -> None:
+    scores = ", ".join(f"{k}={v:.4g}" for k, v in sorted(result["metrics"][split].items()))
+    print(f"{out}: {split} {scores} ({result['wall_time_s']:.1f} s)")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from tabrepro.training import run_job, write_result
+
+    params = _params(args)
+    job = _job(params, args)
+    if _per_config(job.model):
+        raise ParamsError(f"{job.model} trains one job per configuration: use `tabrepro train-config` "
+                          f"then `tabrepro select` (the workflow does this)")
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
     out = args.output or params.job_dir(job) / "metrics.json"
     write_result(result, Path(out))
-    test = ", ".join(f"{k}={v:.4g}" for k, v in sorted(result["metrics"]["test"].items()))
-    print(f"{out}: {test} ({result['wall_time_s']:.1f} s)")
+    _print_result(Path(out), result)
+
+
+def cmd_train_config(args: argparse.Namespace) -> None:
+    from tabrepro.training import run_config_job
+
+    params = _params(args)
+    job = _job(params, args)
+    out_dir = args.output_dir or params.config_dir(job, args.config)
+    result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads)
+    _print_result(Path(out_dir), result, split="val")
+
+
+def cmd_select(args: argparse.Namespace) -> None:
+    from tabrepro.training import select_config, write_result
+
+    params = _params(args)
+    job = _job(params, args)
+    if not _per_config(job.model):
+        raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
+    out = Path(args.output or params.job_dir(job) / "metrics.json")
+    result = select_config(params, job, out)
+    write_result(result, out)
+    _print_result(out, result)
 
 
 def cmd_tables(args: argparse.Namespace) -> None:
@@ -155,12 +197,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("split", cmd_split, "write a paper's fixed splits for one of its datasets")
     p.add_argument("paper")
     p.add_argument("dataset", help="the paper's dataset name")
+    def add_job_arguments(p: argparse.ArgumentParser) -> None:
+        p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
+        p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
+        p.add_argument("model", help="a model name, e.g. xgboost or npt")
+        p.add_argument("fold", type=int, help="fold index (0 for single-split protocols)")
+
     p = add("train", cmd_train, "tune one model on one fold's validation split and score it on test")
-    p.add_argument("paper")
-    p.add_argument("dataset")
-    p.add_argument("model")
-    p.add_argument("fold", type=int)
+    add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p = add("train-config", cmd_train_config,
+            "train one configuration of a per-configuration model (e.g. one NPT variant); resumes "
+            "from its state file after a crash or preemption")
+    add_job_arguments(p)
+    p.add_argument("config", type=int, help="configuration (variant) index")
+    p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    p.add_argument("--output-dir", type=Path, help="default: results/PAPER/DATASET/MODEL/foldK/configC")
+    p = add("select", cmd_select, "choose a per-configuration model's configuration on validation; score it on test")
+    add_job_arguments(p)
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")

@@ -155,6 +155,9 @@ class Params:
                     if metric not in HIGHER_IS_BETTER:
                         self._fail(f"papers.{paper}.tables.{table}", f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER))
         for profile, pcfg in raw["profiles"].items():
+            for model in pcfg.get("model_overrides") or {}:
+                if model not in MODEL_NAMES:
+                    self._fail(f"profiles.{profile}.model_overrides", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
             for paper, sel in pcfg["papers"].items():
                 where = f"profiles.{profile}.papers.{paper}"
                 if paper not in raw["papers"]:
@@ -224,11 +227,24 @@ class Params:
         spaces = resolve_extends(self.raw["search_spaces"], name, self.source)
         if model not in spaces:
             raise ParamsError(f"{self.source}: search space {name!r} has no entry for model {model!r}")
-        return spaces[model]
+        space = dict(spaces[model])
+        forced = self._model_override(model).get("params")
+        if forced:
+            space["forced"] = dict(forced)
+        return space
+
+    def _model_override(self, model: str) -> dict:
+        """The active profile's `model_overrides` entry for a model ({} when there is none)."""
+        return (self.profile.get("model_overrides") or {}).get(model) or {}
 
     def n_configs(self, paper: str, dataset: str, model: str) -> int:
-        wanted = self.search_space(paper, dataset, model)["n_configs"]
-        cap = self.profile["max_configs"]
+        """The paper's configuration count, capped by the profile (per model, then overall)."""
+        space = self.search_space(paper, dataset, model)
+        wanted = space["n_configs"]
+        if "variants" in space:
+            wanted = min(wanted, len(space["variants"]))
+        override = self._model_override(model)
+        cap = override["max_configs"] if "max_configs" in override else self.profile["max_configs"]
         return wanted if cap is None else min(wanted, cap)
 
     def job_digest(self, job: Job) -> str:
@@ -275,6 +291,10 @@ class Params:
 
     def job_dir(self, job: Job) -> Path:
         return self.results_dir / job.paper / job.dataset / job.model / f"fold{job.fold}"
+
+    def config_dir(self, job: Job, config: int) -> Path:
+        """Where a per-configuration job (e.g. one NPT variant) writes; see models.base."""
+        return self.job_dir(job) / f"config{config}"
 
     def tables_dir(self, paper: str) -> Path:
         return self.results_dir / "tables" / paper

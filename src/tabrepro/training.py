@@ -7,9 +7,11 @@ names, so a job gives the same result wherever and whenever it runs.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +20,13 @@ from tqdm import tqdm
 from tabrepro.config import Job, Params
 from tabrepro.data.table import atomic_write_bytes, load_table
 from tabrepro.evaluation.metrics import compute_metrics
+from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
 from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
-from tabrepro.splits import fold_path, load_split
-from tabrepro.tuning import sample_configs, select_best
+from tabrepro.splits import Split, fold_path, load_split
+from tabrepro.tuning import sample_configs, select_best, variant_names
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +35,25 @@ log = logging.getLogger(__name__)
 SELECTION_METRIC = {"binary": "nll", "multiclass": "nll", "regression": "mse"}
 
 
-def _evaluate(model, task: str, X: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
-    if task == "regression":
-        return compute_metrics(task, target.inverse_transform(y_encoded),
-                               y_pred=target.inverse_transform(model.predict(X)))
-    return compute_metrics(task, y_encoded, proba=model.predict_proba(X))
+@dataclass(frozen=True)
+class FoldData:
+    """One fold's encoded matrices; every statistic was fitted on the fold's training rows."""
+
+    task: str
+    X: np.ndarray
+    y: np.ndarray
+    target: TargetEncoder
+    split: Split
+    split_file: Path
+    feature_groups: tuple[tuple[str, int], ...]
+    n_classes: int | None
+
+    def context(self, work_dir: Path | None = None) -> FitContext:
+        """What models beyond (X, y) may use: layout, test features (never labels), state dir."""
+        return FitContext(feature_groups=self.feature_groups, X_test=self.X[self.split.test], work_dir=work_dir)
 
 
-def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
-    """Run one job and return its result record (see `write_result` for where it goes)."""
-    started = time.perf_counter()
+def load_fold(params: Params, job: Job) -> FoldData:
     source = params.source_of(job.paper, job.dataset)
     table = load_table(params.processed_dir(source))
     schema = table.schema
@@ -49,55 +61,168 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     split = load_split(split_file)
     if len(split.roles) != schema.n_rows:
         raise ValueError(f"{split_file}: {len(split.roles)} rows, but table {source!r} has {schema.n_rows}")
-
     features = Preprocessor().fit(table.frame, schema, split.train)
-    X = features.transform(table.frame)
     target = TargetEncoder().fit(table.frame, schema, split.train)
-    y = target.transform(table.frame)
-    tr, va, te = split.train, split.val, split.test
-
-    space = params.search_space(job.paper, job.dataset, job.model)
-    n_configs = params.n_configs(job.paper, job.dataset, job.model)
-    # One candidate set per dataset x model, shared by its folds: folds then differ only in data.
-    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
-    configs = sample_configs(space, schema.task, n_configs, search_seed)
-    model_cls = get_model_class(job.model)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
-    selection_metric = SELECTION_METRIC[schema.task]
+    return FoldData(schema.task, features.transform(table.frame), target.transform(table.frame), target,
+                    split, split_file, tuple(features.feature_groups), n_classes)
 
-    fitted, val_scores, val_metrics = [], [], []
-    label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
-    for i, config in enumerate(tqdm(configs, desc=label, unit="config", disable=not progress)):
-        model = model_cls(schema.task, config, seed=derive_seed(params.seed, *_names(job), "model", i),
-                          n_jobs=n_jobs, n_classes=n_classes)
-        model.fit(X[tr], y[tr], X[va], y[va])
-        metrics = _evaluate(model, schema.task, X[va], y[va], target)
-        fitted.append(model)
-        val_metrics.append(metrics)
-        val_scores.append(metrics[selection_metric])
-    best = select_best(val_scores, selection_metric)
-    test_metrics = _evaluate(fitted[best], schema.task, X[te], y[te], target)
 
+def job_configs(params: Params, job: Job, task: str) -> list[dict]:
+    """The candidate configurations: one set per dataset x model, shared by all its folds."""
+    space = params.search_space(job.paper, job.dataset, job.model)
+    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
+    return sample_configs(space, task, params.n_configs(job.paper, job.dataset, job.model), search_seed)
+
+
+def _outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
+    """Class probabilities, or regression predictions on the standardised scale."""
+    return model.predict(X) if task == "regression" else model.predict_proba(X)
+
+
+def _metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
+    if task == "regression":
+        return compute_metrics(task, target.inverse_transform(y_encoded),
+                               y_pred=target.inverse_transform(outputs))
+    return compute_metrics(task, y_encoded, proba=outputs)
+
+
+def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: dict, *,
+                n_jobs: int, work_dir: Path | None = None) -> TabularModel:
+    model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *_names(job), "model", index),
+                                       n_jobs=n_jobs, n_classes=data.n_classes)
+    tr, va = data.split.train, data.split.val
+    return model.fit(data.X[tr], data.y[tr], data.X[va], data.y[va], context=data.context(work_dir))
+
+
+def _record(params: Params, job: Job, data: FoldData, started: float) -> dict:
+    """The fields every result file shares: what ran, on which split, under which parameters."""
     return {
         "paper": job.paper,
         "dataset": job.dataset,
-        "source": source,
+        "source": params.source_of(job.paper, job.dataset),
         "model": job.model,
         "fold": job.fold,
-        "task": schema.task,
-        "metrics": {"test": test_metrics, "val": val_metrics[best]},
-        "selected_config": configs[best],
-        "selection": {"metric": selection_metric, "n_configs": len(configs), "best_index": best,
-                      "val_scores": val_scores},
+        "task": data.task,
         "seed": params.seed,
         "split": {"protocol": params.dataset_entry(job.paper, job.dataset)["protocol"],
-                  "sha256": split.sha256, "file": str(split_file),
-                  **{f"n_{k}": v for k, v in split.counts().items()}},
+                  "sha256": data.split.sha256, "file": str(data.split_file),
+                  **{f"n_{k}": v for k, v in data.split.counts().items()}},
         "profile": params.profile_name,
         "params_digest": params.job_digest(job),
         "wall_time_s": round(time.perf_counter() - started, 3),
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "provenance": provenance(),
+    }
+
+
+def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
+    """Tune every configuration in this process, score the winner once on test (CPU models)."""
+    started = time.perf_counter()
+    data = load_fold(params, job)
+    configs = job_configs(params, job, data.task)
+    selection_metric = SELECTION_METRIC[data.task]
+    va, te = data.split.val, data.split.test
+
+    fitted, val_scores, val_metrics = [], [], []
+    label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
+    for i, config in enumerate(tqdm(configs, desc=label, unit="config", disable=not progress)):
+        model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
+        metrics = _metrics(data.task, _outputs(model, data.task, data.X[va]), data.y[va], data.target)
+        fitted.append(model)
+        val_metrics.append(metrics)
+        val_scores.append(metrics[selection_metric])
+    best = select_best(val_scores, selection_metric)
+    test_metrics = _metrics(data.task, _outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)
+    return {
+        **_record(params, job, data, started),
+        "metrics": {"test": test_metrics, "val": val_metrics[best]},
+        "selected_config": configs[best],
+        "selection": {"metric": selection_metric, "n_configs": len(configs), "best_index": best,
+                      "val_scores": val_scores},
+    }
+
+
+# ------------------------------------------------------------------ one job per configuration
+RESULT_FILE = "result.json"
+PREDICTIONS_FILE = "predictions.npz"
+WEIGHTS_FILE = "weights.pt"
+STATE_DIR = "state"
+
+
+def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *, n_jobs: int = 1) -> dict:
+    """Train one configuration (e.g. one NPT variant) and store its validation score.
+
+    Writes predictions.npz (validation and test outputs, no labels), weights.pt and, last,
+    result.json. The test outputs are not scored here: `select_config` scores only the winner's.
+    Resumable state lives in out_dir/state, which the workflow does not declare as an output.
+    """
+    started = time.perf_counter()
+    data = load_fold(params, job)
+    configs = job_configs(params, job, data.task)
+    if not 0 <= config_index < len(configs):
+        raise ValueError(f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
+                         f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}")
+    config = configs[config_index]
+    out_dir = Path(out_dir)
+    model = _fit_config(params, job, data, config_index, config, n_jobs=n_jobs, work_dir=out_dir / STATE_DIR)
+    va, te = data.split.val, data.split.test
+    val_outputs = _outputs(model, data.task, data.X[va])
+    test_outputs = _outputs(model, data.task, data.X[te])
+    buffer = io.BytesIO()
+    np.savez(buffer, val=val_outputs, test=test_outputs)
+    atomic_write_bytes(out_dir / PREDICTIONS_FILE, buffer.getvalue())
+    has_weights = model.save_weights(out_dir / WEIGHTS_FILE)
+    variants = variant_names(params.search_space(job.paper, job.dataset, job.model))
+    result = {
+        **_record(params, job, data, started),
+        "config_index": config_index,
+        "variant": variants[config_index] if variants else None,
+        "config": config,
+        "metrics": {"val": _metrics(data.task, val_outputs, data.y[va], data.target)},
+        "fit_info": model.fit_info_,
+        "weights": WEIGHTS_FILE if has_weights else None,
+    }
+    write_result(result, out_dir / RESULT_FILE)
+    return result
+
+
+def select_config(params: Params, job: Job, out_path: Path) -> dict:
+    """Pick the configuration with the best validation score; score its test outputs once."""
+    started = time.perf_counter()
+    data = load_fold(params, job)
+    n = params.n_configs(job.paper, job.dataset, job.model)
+    digest = params.job_digest(job)
+    results = []
+    for c in range(n):
+        path = params.config_dir(job, c) / RESULT_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_config job first)")
+        result = json.loads(path.read_text())
+        if result["params_digest"] != digest:
+            raise ValueError(f"{path} was written under different parameters; rerun that configuration")
+        results.append(result)
+    metric = SELECTION_METRIC[data.task]
+    val_scores = [r["metrics"]["val"][metric] for r in results]
+    best = select_best(val_scores, metric)
+    chosen_dir = params.config_dir(job, best)
+    with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
+        test_outputs = stored["test"]
+    te = data.split.test
+    test_metrics = _metrics(data.task, test_outputs, data.y[te], data.target)
+    out_path = Path(out_path)
+    if results[best].get("weights"):
+        atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
+    record = _record(params, job, data, started)
+    # The job's cost is what its configurations cost, not this bookkeeping step.
+    record["wall_time_s"] = round(sum(r["wall_time_s"] for r in results), 3)
+    record["peak_memory_mb"] = max(r["peak_memory_mb"] for r in results)
+    return {
+        **record,
+        "metrics": {"test": test_metrics, "val": results[best]["metrics"]["val"]},
+        "selected_config": results[best]["config"],
+        "selection": {"metric": metric, "n_configs": n, "best_index": best, "val_scores": val_scores,
+                      "variant": results[best].get("variant"), "fit_info": results[best].get("fit_info")},
     }
 
 

@@ -19,6 +19,12 @@ every stratum is used once, so even a budget of a handful covers every learning-
 depth band (plain random draws of 6 out of a 48-point boosting grid can miss every useful learning
 rate, as a quick-profile run showed).
 
+Named variants (NPT's small-data sweep): an entry may list `variants: {name: {param: value}}`.
+Its configurations are then the fixed `params` updated by each variant's overrides, in the listed
+order, the first `n_configs` of them; no sampling is involved. An entry may also carry `forced`
+values (a profile's `model_overrides`, put there by tabrepro.config), applied last to every
+configuration, so a quick profile can shrink a model without editing the paper's space.
+
 Values come back as plain Python types (int, float, str, bool, None, tuple): lists become tuples,
 which is what scikit-learn expects for `hidden_layer_sizes` and what keeps configurations hashable.
 """
@@ -42,6 +48,7 @@ __all__ = [
     "expand_search_space",
     "sample_configs",
     "select_best",
+    "variant_names",
     "space_size",
     "task_family",
 ]
@@ -50,7 +57,7 @@ SpecKind = Literal["fixed", "choice", "int", "log_int", "uniform", "log_uniform"
 RANGE_KINDS: tuple[str, ...] = ("int", "log_int", "uniform", "log_uniform")
 SPEC_KINDS: tuple[str, ...] = ("choice", *RANGE_KINDS)
 TASK_BRANCHES: tuple[str, ...] = ("classification", "regression")
-_ENTRY_KEYS = {"params", "n_configs"}
+_ENTRY_KEYS = {"params", "n_configs", "variants", "forced"}
 
 
 class SearchSpaceError(ValueError):
@@ -222,12 +229,58 @@ def space_size(specs: Mapping[str, ParamSpec]) -> int | None:
     return total
 
 
+def _fixed_values(raw: Mapping[str, Any], task: str, where: str) -> dict[str, Any]:
+    """A mapping of fixed values (per-task splits resolved); anything sampled is an error."""
+    if not isinstance(raw, Mapping):
+        raise SearchSpaceError(f"{where} must be a mapping of parameter values")
+    family = task_family(task)
+    values = {}
+    for name in sorted(raw, key=str):
+        spec = _parse_spec(str(name), raw[name], family)
+        if spec.kind != "fixed":
+            raise SearchSpaceError(f"{where}: parameter {name!r} must be a fixed value, got a {spec.kind}")
+        values[str(name)] = spec.values[0]
+    return values
+
+
+def variant_names(space: Mapping[str, Any]) -> list[str] | None:
+    """The variant names of an entry in order, or None for an ordinary sampled space."""
+    variants = space.get("variants") if isinstance(space, Mapping) else None
+    return None if variants is None else [str(name) for name in variants]
+
+
+def _variant_configs(space: Mapping[str, Any], task: str, n_configs: int) -> list[dict[str, Any]]:
+    variants = space["variants"]
+    if not isinstance(variants, Mapping) or not variants:
+        raise SearchSpaceError("variants must be a non-empty mapping of name -> overrides")
+    base = _fixed_values(space.get("params", {}), task, "params of a variant space")
+    configs = []
+    for name in list(variants)[:n_configs]:
+        overrides = _fixed_values(variants[name] or {}, task, f"variant {name!r}")
+        unknown = sorted(set(overrides) - set(base))
+        if unknown:
+            raise SearchSpaceError(f"variant {name!r} overrides {unknown}, which params does not set")
+        configs.append({**base, **overrides})
+    return configs
+
+
 def sample_configs(
     space: Mapping[str, Any], task: str, n_configs: int, seed: int
 ) -> list[dict[str, Any]]:
-    """The configurations to evaluate: the whole grid if it fits, else distinct random draws."""
+    """The configurations to evaluate: the whole grid if it fits, else distinct random draws.
+
+    Variant spaces give their first `n_configs` variants; `forced` values override every config.
+    """
     if isinstance(n_configs, bool) or not isinstance(n_configs, (int, np.integer)) or n_configs < 1:
         raise SearchSpaceError(f"n_configs must be a positive integer, got {n_configs!r}")
+    forced = _fixed_values(space.get("forced") or {}, task, "forced values") if isinstance(space, Mapping) else {}
+    configs = _sample(space, task, n_configs, seed)
+    return [{**config, **forced} for config in configs]
+
+
+def _sample(space: Mapping[str, Any], task: str, n_configs: int, seed: int) -> list[dict[str, Any]]:
+    if isinstance(space, Mapping) and "variants" in space:
+        return _variant_configs(space, task, n_configs)
     specs = expand_search_space(space, task)
     size = space_size(specs)
     if size is not None and size <= n_configs:

@@ -1,10 +1,13 @@
 # Shared helpers for the rules: the validated parameters and the input functions.
+import os
+import re
 import shlex
 import sys
 
 import yaml
 
 from tabrepro.config import Job, Params, ParamsError
+from tabrepro.models.registry import MODEL_NAMES, get_model_class
 
 PARAMS_FILE = "params.yaml"
 
@@ -66,3 +69,25 @@ def all_tables():
     for paper in SELECTED_PAPERS:
         tables.extend(f"{RESULTS}/tables/{paper}/{name}.md" for name in PARAMS.paper(paper)["tables"])
     return tables
+
+
+# Models that tune inside one job (rule train) vs. one job per configuration (rules
+# train_config + select_config, e.g. NPT's variants); see tabrepro.models.base.
+PER_CONFIG_MODELS = [m for m in MODEL_NAMES if get_model_class(m).per_config_jobs]
+IN_JOB_MODELS = [m for m in MODEL_NAMES if m not in PER_CONFIG_MODELS]
+
+
+def one_of(names):
+    """A wildcard regex matching exactly these names."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+def gpus(wildcards):
+    """1 for GPU models (the Slurm plugin then adds --gpus=1), 0 otherwise (no GPU request)."""
+    return 1 if get_model_class(wildcards.model).accelerator == "gpu" else 0
+
+
+def config_results(wildcards):
+    job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
+    n = PARAMS.n_configs(job.paper, job.dataset, job.model)
+    return [str(PARAMS.config_dir(job, c) / "result.json") for c in range(n)]

@@ -1,4 +1,10 @@
-# One job per paper x dataset x model x fold: tune on validation, score once on test.
+# Training. In-job models (the CPU baselines) tune every configuration inside one job per
+# paper x dataset x model x fold. Per-configuration models (NPT) run one job per configuration,
+# each resumable from a state file that is not a declared output, then a selection job picks the
+# configuration on validation and scores it once on test. Resources grow with each retry.
+
+JOB_DIR = f"{RESULTS}/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}"
+JOB_LOG = f"{LOGS}/train/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}"
 
 
 rule train:
@@ -6,18 +12,69 @@ rule train:
         table=processed_table,
         splits=f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
     output:
-        f"{RESULTS}/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/metrics.json",
+        f"{JOB_DIR}/metrics.json",
     params:
         # Reruns the job when any parameter its result depends on changes (and only then).
         digest=job_digest,
     log:
-        f"{LOGS}/train/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}.log",
+        f"{JOB_LOG}.log",
     wildcard_constraints:
+        model=one_of(IN_JOB_MODELS),
         fold=r"\d+",
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        runtime=lambda wildcards, attempt: 240 * attempt,
+        gpu=gpus,
     shell:
         "{CLI} train {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
         " --threads {threads} --output {output} > {log} 2>&1"
+
+
+rule train_config:
+    input:
+        table=processed_table,
+        splits=f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
+    output:
+        result=f"{JOB_DIR}/config{{config}}/result.json",
+        predictions=f"{JOB_DIR}/config{{config}}/predictions.npz",
+        weights=f"{JOB_DIR}/config{{config}}/weights.pt",
+    params:
+        digest=job_digest,
+        out_dir=lambda wildcards, output: os.path.dirname(output.result),
+    log:
+        f"{JOB_LOG}/config{{config}}.log",
+    wildcard_constraints:
+        model=one_of(PER_CONFIG_MODELS),
+        fold=r"\d+",
+        config=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, attempt: 8000 * attempt,
+        runtime=lambda wildcards, attempt: 720 * attempt,
+        gpu=gpus,
+    shell:
+        # Appends to the log: a requeued job's log shows the first attempt and the resumed step.
+        "{CLI} train-config {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
+        " {wildcards.config} --threads {threads} --output-dir {params.out_dir} >> {log} 2>&1"
+
+
+rule select_config:
+    input:
+        config_results,
+    output:
+        metrics=f"{JOB_DIR}/metrics.json",
+        weights=f"{JOB_DIR}/weights.pt",
+    params:
+        digest=job_digest,
+    log:
+        f"{JOB_LOG}/select.log",
+    wildcard_constraints:
+        model=one_of(PER_CONFIG_MODELS),
+        fold=r"\d+",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "{CLI} select {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
+        " --output {output.metrics} > {log} 2>&1"

@@ -9,13 +9,14 @@ standardised floats (regression). NPT needs to know the column groups, so `fit` 
 NPT predicts a row by attending to other rows, so the estimator keeps the training and
 validation rows as context: `predict(X)` builds the table [train rows (targets visible),
 validation rows (targets hidden), X (targets hidden)] and runs the trained model on it. When X is
-the `X_test` given to `fit` (semi-supervised mode), that is exactly the table the model was
-evaluated on during training, so the predictions are the ones model selection saw.
+the `X_val` or `X_test` given to `fit`, the estimator uses exactly the table the model was
+trained and evaluated on (validation rows are not added twice), so validation predictions are the
+ones model selection saw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, Self
 
@@ -76,6 +77,10 @@ def decode_features(X: np.ndarray, groups: Sequence[ColumnGroup]) -> np.ndarray:
     return codes
 
 
+def _same_codes(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.size > 0 and bool(np.array_equal(a, b, equal_nan=True))
+
+
 class NPTEstimator:
     """fit / predict / predict_proba around NPTTrainer.
 
@@ -100,6 +105,7 @@ class NPTEstimator:
         self._attributes: tuple[Attribute, ...] = ()
         # (train codes, train targets, validation codes, validation targets): NPT's context rows
         self._context: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._test_codes: np.ndarray | None = None  # the X_test given to fit, as codes
 
     @property
     def is_classifier(self) -> bool:
@@ -123,9 +129,10 @@ class NPTEstimator:
 
     def fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
             y_val: np.ndarray | None, *, attributes: Sequence[ColumnGroup],
-            X_test: np.ndarray | None = None) -> Self:
+            X_test: np.ndarray | None = None,
+            progress: Callable[[int, dict[str, float]], None] | None = None) -> Self:
         """Train; validation rows drive model selection, X_test rows join the input (targets
-        hidden) when the config is semi-supervised."""
+        hidden) when the config is semi-supervised. `progress(step, losses)` runs after each step."""
         groups = [(str(kind), int(width)) for kind, width in attributes]
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
@@ -144,9 +151,10 @@ class NPTEstimator:
         if self.is_classifier and max(y_train.max(initial=0), y_val.max(initial=0)) >= self.n_classes:
             raise ValueError(f"targets exceed n_classes = {self.n_classes}")
         self._context = (train_codes, y_train, val_codes, y_val)
+        self._test_codes = test_codes
         table = self._table(test_codes)
         self.trainer_ = NPTTrainer(self._attributes, self.config, checkpoint_dir=self.checkpoint_dir)
-        self.fit_result_ = self.trainer_.fit(table)
+        self.fit_result_ = self.trainer_.fit(table, callback=progress)
         return self
 
     def _table(self, test_codes: np.ndarray) -> NPTTable:
@@ -167,11 +175,17 @@ class NPTEstimator:
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._groups is None:
             raise RuntimeError("NPTEstimator is not fitted; call fit() first")
+        assert self._context is not None and self._test_codes is not None
         codes = decode_features(X, self._groups)
-        table = self._table(codes)
-        outputs = self.trainer_.target_outputs(table)
-        test_rows = table.rows(TEST)
-        return outputs[test_rows.to(outputs.device)].cpu().double().numpy()
+        if _same_codes(codes, self._context[2]):  # the validation rows: the fit-time table
+            table, role, outputs = self._table(self._test_codes), VAL, self.trainer_.target_outputs()
+        elif _same_codes(codes, self._test_codes):
+            table, role, outputs = self._table(self._test_codes), TEST, self.trainer_.target_outputs()
+        else:
+            table, role = self._table(codes), TEST
+            outputs = self.trainer_.target_outputs(table)
+        rows = table.rows(role)
+        return outputs[rows.to(outputs.device)].cpu().double().numpy()
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Class indices (classification) or standardised-scale values (regression)."""

@@ -1,0 +1,99 @@
+"""Per-configuration jobs (NPT variants) and their selection, without Snakemake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tabrepro.cli import main
+from tabrepro.config import Job, Params
+from tabrepro.training import run_config_job, select_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["seed"] = seed
+    raw["paths"] = {"data": str(tmp_path / "data"), "results": str(tmp_path / "results")}
+    raw["profiles"]["tiny"] = {
+        "description": "unit test", "max_configs": 2, "folds": [0],
+        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["npt", "knn"]},
+                   "bishop": {"datasets": [], "models": []}},
+        "model_overrides": {"npt": {"max_configs": 2, "params": {
+            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
+            "checkpoint_every_steps": 3}}},
+    }
+    raw["profile"] = "tiny"
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("training")
+    params_file = write_params(tmp_path)
+    for command in (["prepare", "breast_cancer"], ["split", "npt", "breast_cancer"]):
+        assert main(["--params", str(params_file), "--quiet", *command]) == 0
+    params = Params.from_file(params_file)
+    job = Job("npt", "breast_cancer", "npt", 0)
+    results = [run_config_job(params, job, c, params.config_dir(job, c)) for c in range(2)]
+    return tmp_path, params_file, params, job, results
+
+
+def test_each_configuration_job_stores_validation_scores_predictions_and_weights(prepared):
+    _, _, params, job, results = prepared
+    for c, result in enumerate(results):
+        out = params.config_dir(job, c)
+        assert result["variant"] == ["vanilla", "layers16"][c]
+        assert "test" not in result["metrics"]  # test outputs are stored, never scored here
+        assert json.loads((out / "result.json").read_text())["metrics"] == result["metrics"]
+        with np.load(out / "predictions.npz", allow_pickle=False) as stored:
+            assert stored["val"].shape == (result["split"]["n_val"], 2)
+            assert stored["test"].shape == (result["split"]["n_test"], 2)
+        assert (out / "weights.pt").stat().st_size > 0 and (out / "state" / "state.pt").is_file()
+
+
+def test_selection_uses_validation_only_and_scores_the_winner_once(prepared):
+    _, _, params, job, results = prepared
+    out = params.job_dir(job) / "metrics.json"
+    chosen = select_config(params, job, out)
+    val_nll = [r["metrics"]["val"]["nll"] for r in results]
+    assert chosen["selection"]["best_index"] == int(np.argmin(val_nll))
+    assert chosen["metrics"]["val"] == results[chosen["selection"]["best_index"]]["metrics"]["val"]
+    assert 0.5 < chosen["metrics"]["test"]["auroc"] <= 1.0
+    winner = params.config_dir(job, chosen["selection"]["best_index"])
+    assert (out.parent / "weights.pt").read_bytes() == (winner / "weights.pt").read_bytes()
+    assert chosen["wall_time_s"] == pytest.approx(sum(r["wall_time_s"] for r in results), abs=1e-2)
+
+
+def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weights(prepared):
+    _, _, params, job, results = prepared
+    out = params.config_dir(job, 0)
+    before = (out / "weights.pt").read_bytes()
+    again = run_config_job(params, job, 0, out)
+    assert again["fit_info"]["resumed_from"] == results[0]["fit_info"]["steps"]
+    assert (out / "weights.pt").read_bytes() == before
+    assert again["metrics"] == results[0]["metrics"]
+
+
+def test_selection_refuses_results_written_under_other_parameters(prepared):
+    tmp_path, _, _, job, _ = prepared
+    other = Params.from_file(write_params(tmp_path, seed=1, name="reseeded.yaml"))
+    with pytest.raises(ValueError, match="written under different parameters"):
+        select_config(other, job, tmp_path / "unused.json")
+
+
+def test_cli_sends_each_model_kind_to_its_command(prepared, capsys):
+    _, params_file, _, _, _ = prepared
+    assert main(["--params", str(params_file), "train", "npt", "breast_cancer", "npt", "0"]) == 2
+    assert "use `tabrepro train-config`" in capsys.readouterr().err
+    assert main(["--params", str(params_file), "select", "npt", "breast_cancer", "knn", "0"]) == 2
+    assert "use `tabrepro train`" in capsys.readouterr().err
+    assert main(["--params", str(params_file), "train-config", "npt", "breast_cancer", "npt", "0", "7"]) == 2
+    assert "config 7 out of range" in capsys.readouterr().err
