@@ -48,16 +48,20 @@ def _params(name: str, task: str) -> dict:
     return params
 
 
-def test_registry_covers_the_expected_models() -> None:
-    assert set(MODEL_REGISTRY) == set(SMALL_PARAMS)
+def test_registry_covers_the_cpu_baselines() -> None:
+    # Deep models (NPT, TabNet, ...) are registered too; they have test files of their own.
+    assert set(SMALL_PARAMS) <= set(MODEL_REGISTRY)
     for name, cls in MODEL_REGISTRY.items():
         assert issubclass(cls, TabularModel) and cls.name == name
         assert get_model_class(name) is cls
+    for name in SMALL_PARAMS:
+        assert MODEL_REGISTRY[name].accelerator == "cpu"
 
 
 def test_unknown_model_error_lists_known_models() -> None:
-    with pytest.raises(UnknownModelError, match="known models: catboost, gradient_boosting"):
+    with pytest.raises(UnknownModelError, match="known models: catboost, ") as error:
         get_model_class("svm")
+    assert all(name in str(error.value) for name in MODEL_REGISTRY)
     assert issubclass(UnknownModelError, ValueError)
 
 
@@ -149,6 +153,49 @@ def test_interface_errors() -> None:
         fitted.predict(X_train[:, :3])
     with pytest.raises(ValueError, match="class indices"):
         create_model("knn", "binary", {}, seed=0).fit(X_train, y_train + 1)
+
+
+# (model, search-space params, task) -> what the library estimator must have been given
+# (None: not given at all, so the library's default applies)
+TRANSLATIONS = [
+    ("catboost", {"bagging_temperature": 0.5}, "binary", {"bootstrap_type": "Bayesian"}),
+    ("catboost", {"learning_rate": 0.1}, "binary", {"bootstrap_type": None}),  # CatBoost's own
+    ("catboost", {}, "regression", {"random_seed": 4, "thread_count": 2, "allow_writing_files": False}),
+    ("lightgbm", {"subsample": 0.5}, "binary", {"subsample": 0.5, "subsample_freq": 1}),
+    ("lightgbm", {"subsample": 1.0}, "binary", {"subsample_freq": 0}),
+    ("lightgbm", {}, "regression", {"random_state": 4, "n_jobs": 2, "deterministic": True}),
+    ("xgboost", {}, "binary", {"tree_method": "hist", "random_state": 4, "n_jobs": 2}),
+    ("xgboost", {"tree_method": "exact"}, "regression", {"tree_method": "exact"}),
+    ("random_forest", {"max_features": "all"}, "binary", {"max_features": 1.0, "random_state": 4}),
+    ("random_forest", {"max_features": "sqrt"}, "regression", {"max_features": "sqrt", "n_jobs": 2}),
+    ("gradient_boosting", {}, "binary", {"random_state": 4}),
+    ("knn", {"n_neighbors": 7}, "regression", {"n_neighbors": 7, "n_jobs": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "task", "expected"), TRANSLATIONS)
+def test_search_space_translations_and_owned_settings_reach_the_estimator(
+    name: str, params: dict, task: str, expected: dict
+) -> None:
+    X_train, y_train, *_ = _problem(task)
+    small = {k: v for k, v in _params(name, task).items() if k not in params}
+    model = create_model(name, task, {**small, **params}, seed=4, n_jobs=2)
+    given = model.fit(X_train, y_train)._estimator.get_params()
+    assert {key: given.get(key) for key in expected} == expected
+    assert model.params == {**small, **params}  # the configuration itself is never edited
+
+
+@pytest.mark.parametrize(
+    ("name", "owned"),
+    [("catboost", "random_seed"), ("catboost", "thread_count"), ("lightgbm", "deterministic"),
+     ("xgboost", "n_jobs"), ("gradient_boosting", "random_state"), ("knn", "n_jobs"),
+     ("mlp", "max_iter"), ("random_forest", "verbose")],
+)
+def test_owned_settings_cannot_come_from_a_search_space(name: str, owned: str) -> None:
+    X_train, y_train, *_ = _problem("binary")
+    model = create_model(name, "binary", {**SMALL_PARAMS[name], owned: 1}, seed=0)
+    with pytest.raises(ValueError, match=f"{owned}.*set by tabrepro"):
+        model.fit(X_train, y_train)
 
 
 def test_knn_caps_neighbours_at_training_rows() -> None:

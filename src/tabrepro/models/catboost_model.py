@@ -9,40 +9,30 @@ nothing is logged.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from tabrepro.models.base import TabularModel
+from tabrepro.models.base import EstimatorModel
 
 
-class CatBoostModel(TabularModel):
+class CatBoostModel(EstimatorModel):
     name = "catboost"
 
-    def _fit(
-        self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
-    ) -> None:
+    def _estimator_classes(self) -> tuple[type, type]:
         from catboost import CatBoostClassifier, CatBoostRegressor
 
-        params = dict(self.params)
+        return CatBoostClassifier, CatBoostRegressor
+
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {
+            "random_seed": self.seed,
+            "thread_count": self.n_jobs,
+            "logging_level": "Silent",
+            "allow_writing_files": False,
+        }
+
+    def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         if "bagging_temperature" in params:
             params.setdefault("bootstrap_type", "Bayesian")
-        kwargs = self._estimator_kwargs(
-            {
-                "random_seed": self.seed,
-                "thread_count": self.n_jobs,
-                "logging_level": "Silent",
-                "allow_writing_files": False,
-            },
-            params,
-        )
-        estimator_class = CatBoostClassifier if self.is_classifier else CatBoostRegressor
-        self._estimator = estimator_class(**kwargs).fit(X_train, y_train)
-
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
+        return params

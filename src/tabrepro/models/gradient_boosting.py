@@ -7,30 +7,18 @@ caps BLAS/OpenMP threads through the base class.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
+
 from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 
-from tabrepro.models.base import TabularModel
+from tabrepro.models.base import EstimatorModel
 
 
-class GradientBoostingModel(TabularModel):
+class GradientBoostingModel(EstimatorModel):
     name = "gradient_boosting"
 
-    def _fit(
-        self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
-    ) -> None:
-        kwargs = self._estimator_kwargs({"random_state": self.seed, "verbose": 0})
-        estimator_class = (
-            GradientBoostingClassifier if self.is_classifier else GradientBoostingRegressor
-        )
-        self._estimator = estimator_class(**kwargs).fit(X_train, y_train)
+    def _estimator_classes(self) -> tuple[type, type]:
+        return GradientBoostingClassifier, GradientBoostingRegressor
 
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {"random_state": self.seed, "verbose": 0}

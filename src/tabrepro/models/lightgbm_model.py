@@ -8,41 +8,31 @@ every iteration (subsample_freq=1), which is what a tuned "subsample" is meant t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from tabrepro.models.base import TabularModel
+from tabrepro.models.base import EstimatorModel
 
 
-class LightGBMModel(TabularModel):
+class LightGBMModel(EstimatorModel):
     name = "lightgbm"
 
-    def _fit(
-        self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
-    ) -> None:
+    def _estimator_classes(self) -> tuple[type, type]:
         from lightgbm import LGBMClassifier, LGBMRegressor
 
-        params = dict(self.params)
+        return LGBMClassifier, LGBMRegressor
+
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {
+            "random_state": self.seed,
+            "n_jobs": self.n_jobs,
+            "verbosity": -1,
+            "deterministic": True,
+            "force_row_wise": True,
+        }
+
+    def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         if float(params.get("subsample", 1.0)) < 1.0:
             params.setdefault("subsample_freq", 1)
-        kwargs = self._estimator_kwargs(
-            {
-                "random_state": self.seed,
-                "n_jobs": self.n_jobs,
-                "verbosity": -1,
-                "deterministic": True,
-                "force_row_wise": True,
-            },
-            params,
-        )
-        estimator_class = LGBMClassifier if self.is_classifier else LGBMRegressor
-        self._estimator = estimator_class(**kwargs).fit(X_train, y_train)
-
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
+        return params

@@ -34,14 +34,14 @@ import numpy as np
 from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 from tabrepro.evaluation.metrics import NLL_CLIP
-from tabrepro.models.base import Task, TabularModel
+from tabrepro.models.base import EarlyStopper, EstimatorModel, Task
 
 DEFAULT_MAX_EPOCHS = 200
 DEFAULT_PATIENCE = 20
 _TRAINING_KEYS = ("max_epochs", "patience")  # read by the wrapper, not by scikit-learn
 
 
-class MLPModel(TabularModel):
+class MLPModel(EstimatorModel):
     name = "mlp"
 
     def __init__(
@@ -72,11 +72,10 @@ class MLPModel(TabularModel):
         X_val: np.ndarray | None,
         y_val: np.ndarray | None,
     ) -> None:
-        estimator = self._build_estimator(X_train.shape[0])
+        estimator = self._new_estimator(self._translate_params(dict(self.params), X_train))
         classes = np.arange(self.n_fit_classes) if self.is_classifier else None
         rng = np.random.default_rng(self.seed)
-        best_loss, best_epoch, best_weights = np.inf, 0, None
-        epochs, diverged = 0, False
+        stopper, best_weights = EarlyStopper(self.patience), None
 
         for epoch in range(1, self.max_epochs + 1):
             estimator.random_state = int(rng.integers(2**31 - 1))
@@ -91,42 +90,39 @@ class MLPModel(TabularModel):
                 if "non-finite" not in str(error):
                     raise
                 loss = np.nan
-            epochs = epoch
-            if not np.isfinite(loss):
-                diverged = True
-                break
-            if loss < best_loss:
-                best_loss, best_epoch = loss, epoch
+            improved, stop = stopper.step(epoch, loss)
+            if improved:
                 best_weights = (
                     [w.copy() for w in estimator.coefs_],
                     [b.copy() for b in estimator.intercepts_],
                 )
-            elif epoch - best_epoch >= self.patience:
+            if stop:
                 break
 
         self._fallback = None
         if best_weights is None:
-            self._fallback = (
-                np.bincount(y_train, minlength=self.n_fit_classes) / y_train.size
-                if self.is_classifier
-                else float(np.mean(y_train))
-            )
+            self._fallback = self._training_prior(y_train)
         else:
             estimator.coefs_, estimator.intercepts_ = best_weights
         self._estimator = estimator
-        self.fit_info_.update(
-            {
-                "epochs": epochs,
-                "best_epoch": best_epoch,
-                "best_loss": float(best_loss) if np.isfinite(best_loss) else None,
-                "monitor": "validation" if X_val is not None else "training",
-                "diverged": diverged,
-                "used_prior": best_weights is None,
-            }
-        )
+        self.fit_info_.update(stopper.info(X_val is not None))
 
-    def _build_estimator(self, n_train: int) -> MLPClassifier | MLPRegressor:
-        params = {k: v for k, v in self.params.items() if k not in _TRAINING_KEYS}
+    def _estimator_classes(self) -> tuple[type, type]:
+        return MLPClassifier, MLPRegressor
+
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {
+            "random_state": self.seed,
+            "shuffle": True,
+            "early_stopping": False,
+            "warm_start": False,
+            "max_iter": self.max_epochs,
+            "verbose": False,
+        }
+
+    def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
+        n_train = X_train.shape[0]
+        params = {k: v for k, v in params.items() if k not in _TRAINING_KEYS}
         if "hidden_layer_sizes" in params:
             sizes = params["hidden_layer_sizes"]
             params["hidden_layer_sizes"] = (
@@ -135,19 +131,7 @@ class MLPModel(TabularModel):
         # scikit-learn clips an oversized batch too, but warns on every epoch.
         if isinstance(params.get("batch_size"), (int, np.integer)):
             params["batch_size"] = max(1, min(int(params["batch_size"]), n_train))
-        kwargs = self._estimator_kwargs(
-            {
-                "random_state": self.seed,
-                "shuffle": True,
-                "early_stopping": False,
-                "warm_start": False,
-                "max_iter": self.max_epochs,
-                "verbose": False,
-            },
-            params,
-        )
-        estimator_class = MLPClassifier if self.is_classifier else MLPRegressor
-        return estimator_class(**kwargs)
+        return params
 
     @staticmethod
     def _monitored_loss(
@@ -166,9 +150,9 @@ class MLPModel(TabularModel):
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         if isinstance(self._fallback, np.ndarray):
             return np.tile(self._fallback, (X.shape[0], 1))
-        return self._estimator.predict_proba(X)
+        return super()._predict_proba(X)
 
     def _predict_values(self, X: np.ndarray) -> np.ndarray:
         if self._fallback is not None:
             return np.full(X.shape[0], float(self._fallback))
-        return self._estimator.predict(X)
+        return super()._predict_values(X)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-from tabrepro.models.base import TabularModel
+from tabrepro.models.base import EstimatorModel
 
 
 def translate_max_features(value: Any) -> Any:
@@ -21,27 +21,16 @@ def translate_max_features(value: Any) -> Any:
     return 1.0 if value == "all" else value
 
 
-class RandomForestModel(TabularModel):
+class RandomForestModel(EstimatorModel):
     name = "random_forest"
 
-    def _fit(
-        self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
-    ) -> None:
-        params = dict(self.params)
+    def _estimator_classes(self) -> tuple[type, type]:
+        return RandomForestClassifier, RandomForestRegressor
+
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {"random_state": self.seed, "n_jobs": self.n_jobs, "verbose": 0}
+
+    def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         if "max_features" in params:
             params["max_features"] = translate_max_features(params["max_features"])
-        kwargs = self._estimator_kwargs(
-            {"random_state": self.seed, "n_jobs": self.n_jobs, "verbose": 0}, params
-        )
-        estimator_class = RandomForestClassifier if self.is_classifier else RandomForestRegressor
-        self._estimator = estimator_class(**kwargs).fit(X_train, y_train)
-
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
+        return params

@@ -9,11 +9,15 @@ from typing import Any
 
 from tabrepro.models.base import TabularModel, Task
 from tabrepro.models.catboost_model import CatBoostModel
+from tabrepro.models.ft_transformer import FTTransformerModel
 from tabrepro.models.gradient_boosting import GradientBoostingModel
 from tabrepro.models.knn import KNNModel
 from tabrepro.models.lightgbm_model import LightGBMModel
 from tabrepro.models.mlp import MLPModel
+from tabrepro.models.npt import NPTModel
 from tabrepro.models.random_forest import RandomForestModel
+from tabrepro.models.resnet import ResNetModel
+from tabrepro.models.tabnet import TabNetModel
 from tabrepro.models.xgboost_model import XGBoostModel
 
 __all__ = ["MODEL_NAMES", "MODEL_REGISTRY", "UnknownModelError", "get_model_class", "create_model"]
@@ -26,6 +30,10 @@ MODEL_REGISTRY: dict[str, type[TabularModel]] = {
     LightGBMModel.name: LightGBMModel,
     MLPModel.name: MLPModel,
     KNNModel.name: KNNModel,
+    NPTModel.name: NPTModel,
+    TabNetModel.name: TabNetModel,
+    FTTransformerModel.name: FTTransformerModel,
+    ResNetModel.name: ResNetModel,
 }
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_REGISTRY)
 

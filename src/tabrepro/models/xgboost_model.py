@@ -7,32 +7,27 @@ importing the model registry stays cheap.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from tabrepro.models.base import TabularModel
+from tabrepro.models.base import EstimatorModel
 
 
-class XGBoostModel(TabularModel):
+class XGBoostModel(EstimatorModel):
     name = "xgboost"
 
-    def _fit(
-        self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
-    ) -> None:
+    def _estimator_classes(self) -> tuple[type, type]:
         from xgboost import XGBClassifier, XGBRegressor
 
-        kwargs = self._estimator_kwargs(
-            {"random_state": self.seed, "n_jobs": self.n_jobs, "verbosity": 0}
-        )
-        kwargs.setdefault("tree_method", "hist")
-        estimator_class = XGBClassifier if self.is_classifier else XGBRegressor
-        self._estimator = estimator_class(**kwargs).fit(X_train, y_train, verbose=False)
+        return XGBClassifier, XGBRegressor
 
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
+    def _owned_kwargs(self) -> dict[str, Any]:
+        return {"random_state": self.seed, "n_jobs": self.n_jobs, "verbosity": 0}
 
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
+    def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
+        params.setdefault("tree_method", "hist")
+        return params
+
+    def _fit_kwargs(self) -> dict[str, Any]:
+        return {"verbose": False}

@@ -1,0 +1,58 @@
+"""ResNet for tabular data (Gorishniy et al. 2021, "Revisiting Deep Learning Models for Tabular
+Data", Section 3.2), the network from `rtdl_revisiting_models` trained by `TorchModel`'s loop.
+
+Input: the preprocessed matrix as it is, categorical features one-hot encoded, which is how the
+Revisiting-models paper feeds its ResNet. (The Grinsztajn et al. benchmark's ResNet embeds
+categorical features instead; that variant is not part of rtdl_revisiting_models.)
+
+Search-space keys: the network's own names, n_blocks, d_block, d_hidden (or
+d_hidden_multiplier), dropout1 (hidden dropout) and dropout2 (residual dropout), plus the training
+keys of `TorchModel` (lr, weight_decay, batch_size, max_epochs, patience, lr_scheduler,
+lr_patience). Defaults are the benchmark's default configuration (8 blocks of width 256, hidden
+factor 2, both dropouts 0.2, lr 1e-3, weight decay 1e-7, batch 512, learning-rate schedule on;
+at most 300 epochs, patience 40).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from rtdl_revisiting_models import ResNet
+
+from tabrepro.models.base import TorchModel
+
+__all__ = ["ResNetModel"]
+
+ARCHITECTURE_DEFAULTS: dict[str, Any] = {
+    "n_blocks": 8,
+    "d_block": 256,
+    "dropout1": 0.2,
+    "dropout2": 0.2,
+}
+
+
+class ResNetModel(TorchModel):
+    """ResNet on the one-hot matrix, trained by TorchModel's loop."""
+
+    name = "resnet"
+    TRAINING_DEFAULTS: ClassVar[dict[str, Any]] = {
+        **TorchModel.TRAINING_DEFAULTS,
+        "lr": 1e-3,
+        "weight_decay": 1e-7,
+        "lr_scheduler": True,
+    }
+
+    def _build_network(
+        self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int
+    ) -> torch.nn.Module:
+        kwargs = {**ARCHITECTURE_DEFAULTS, **architecture}
+        if "d_hidden" not in kwargs:
+            kwargs.setdefault("d_hidden_multiplier", 2.0)
+        else:
+            kwargs.setdefault("d_hidden_multiplier", None)
+        for key in ("n_blocks", "d_block"):
+            kwargs[key] = int(kwargs[key])
+        owned = {"d_in": X_train.shape[1], "d_out": d_out}
+        return ResNet(**self._estimator_kwargs(owned, kwargs))
