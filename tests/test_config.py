@@ -27,13 +27,13 @@ def test_repository_params_validate_for_every_profile():
         assert Params(RAW, profile=profile).profile_name == profile
 
 
-def test_quick_profile_is_breast_cancer_with_seven_baselines_and_npt_over_ten_folds():
+def test_quick_profile_is_breast_cancer_with_every_npt_paper_method_over_ten_folds():
     params = Params(RAW, profile="quick")
     jobs = params.jobs()
     assert {j.dataset for j in jobs} == {"breast_cancer"}
-    assert len({j.model for j in jobs}) == 8 and "npt" in {j.model for j in jobs}
+    assert {j.model for j in jobs} == set(RAW["papers"]["npt"]["models"])  # 7 baselines, TabNet, NPT
     assert sorted({j.fold for j in jobs}) == list(range(10))
-    assert len(jobs) == 80
+    assert len(jobs) == 90
 
 
 def test_npt_small_sweep_has_the_papers_eight_variants_and_quick_shrinks_npt():
@@ -56,7 +56,8 @@ def test_npt_small_sweep_has_the_papers_eight_variants_and_quick_shrinks_npt():
     assert quick.n_configs("npt", "breast_cancer", "npt") == 1  # per-model cap beats max_configs
     assert quick.n_configs("npt", "breast_cancer", "xgboost") == RAW["profiles"]["quick"]["max_configs"]
     (small,) = sample_configs(quick.search_space("npt", "breast_cancer", "npt"), "binary", 1, seed=0)
-    assert small["max_steps"] < configs[0]["max_steps"] and small["lr"] == 0.0005  # forced on top
+    assert small["max_steps"] < configs[0]["max_steps"] and small["embed_dim"] == 16  # forced on top
+    assert small["flat_fraction"] == 0.5  # the rest is NPT-Small
     job = quick.jobs()[0]
     assert quick.job_digest(job) != paper.job_digest(job)
 
