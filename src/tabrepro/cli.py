@@ -147,7 +147,7 @@ def cmd_select(args: argparse.Namespace) -> None:
     if not _per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
     out = Path(args.output or params.job_dir(job) / "metrics.json")
-    result = select_config(params, job, out)
+    result = select_config(params, job, out, n_jobs=args.threads)
     write_result(result, out)
     _print_result(out, result)
 
@@ -214,8 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=int, help="configuration (variant) index")
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p.add_argument("--output-dir", type=Path, help="default: results/PAPER/DATASET/MODEL/foldK/configC")
-    p = add("select", cmd_select, "choose a per-configuration model's configuration on validation; score it on test")
+    p = add("select", cmd_select, "choose a per-configuration model's configuration on validation; score it on "
+            "test (retraining it with further seeds when the protocol has `repeats`)")
     add_job_arguments(p)
+    p.add_argument("--threads", type=int, default=1, help="threads for retraining on repeats (default: 1)")
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")

@@ -212,6 +212,10 @@ class Params:
     def protocol(self, paper: str, dataset: str) -> dict:
         return self.raw["protocols"][self.dataset_entry(paper, dataset)["protocol"]]
 
+    def repeats(self, paper: str, dataset: str) -> int:
+        """Seeds the selected configuration is trained with (the test metric is their mean)."""
+        return int(self.protocol(paper, dataset).get("repeats", 1))
+
     def n_folds(self, paper: str, dataset: str) -> int:
         proto = self.protocol(paper, dataset)
         return proto["n_folds"] if proto["kind"] == "kfold" else 1

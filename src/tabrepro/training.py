@@ -88,8 +88,10 @@ def _metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: Targ
 
 
 def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: dict, *,
-                n_jobs: int, work_dir: Path | None = None) -> TabularModel:
-    model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *_names(job), "model", index),
+                n_jobs: int, work_dir: Path | None = None, repeat: int = 0) -> TabularModel:
+    """Fit configuration `index`; repeat r > 0 retrains it with a further seed (see `repeats`)."""
+    names = (*_names(job), "model", index) + (("repeat", repeat) if repeat else ())
+    model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *names),
                                        n_jobs=n_jobs, n_classes=data.n_classes)
     tr, va = data.split.train, data.split.val
     return model.fit(data.X[tr], data.y[tr], data.X[va], data.y[va], context=data.context(work_dir))
@@ -133,14 +135,40 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         val_metrics.append(metrics)
         val_scores.append(metrics[selection_metric])
     best = select_best(val_scores, selection_metric)
-    test_metrics = _metrics(data.task, _outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)
+    test_runs = [_metrics(data.task, _outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)]
+    test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     return {
         **_record(params, job, data, started),
-        "metrics": {"test": test_metrics, "val": val_metrics[best]},
+        "metrics": {"test": _mean_metrics(test_runs), "val": val_metrics[best]},
+        **_repeats_record(test_runs),
         "selected_config": configs[best],
         "selection": {"metric": selection_metric, "n_configs": len(configs), "best_index": best,
                       "val_scores": val_scores},
     }
+
+
+def _repeat_runs(params: Params, job: Job, data: FoldData, best: int, config: dict, *,
+                 n_jobs: int, work_dir: Path | None = None) -> list[dict[str, float]]:
+    """Test metrics of the chosen configuration retrained with the protocol's further seeds.
+
+    The configuration was chosen on validation before any of these runs; each is scored once.
+    """
+    runs = []
+    for repeat in range(1, params.repeats(job.paper, job.dataset)):
+        state = None if work_dir is None else work_dir / f"repeat{repeat}" / STATE_DIR
+        model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
+        te = data.split.test
+        runs.append(_metrics(data.task, _outputs(model, data.task, data.X[te]), data.y[te], data.target))
+    return runs
+
+
+def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: float(np.mean([run[key] for run in runs])) for key in runs[0]}
+
+
+def _repeats_record(runs: list[dict[str, float]]) -> dict:
+    """Per-seed test metrics, recorded only when the protocol asks for repeats."""
+    return {"test_repeats": runs} if len(runs) > 1 else {}
 
 
 # ------------------------------------------------------------------ one job per configuration
@@ -187,8 +215,12 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     return result
 
 
-def select_config(params: Params, job: Job, out_path: Path) -> dict:
-    """Pick the configuration with the best validation score; score its test outputs once."""
+def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) -> dict:
+    """Pick the configuration with the best validation score; score its test outputs once.
+
+    With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
+    resumably, and the reported test metric is the mean over all its runs.
+    """
     started = time.perf_counter()
     data = load_fold(params, job)
     n = params.n_configs(job.paper, job.dataset, job.model)
@@ -209,17 +241,20 @@ def select_config(params: Params, job: Job, out_path: Path) -> dict:
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
         test_outputs = stored["test"]
     te = data.split.test
-    test_metrics = _metrics(data.task, test_outputs, data.y[te], data.target)
+    test_runs = [_metrics(data.task, test_outputs, data.y[te], data.target)]
+    test_runs += _repeat_runs(params, job, data, best, results[best]["config"], n_jobs=n_jobs,
+                              work_dir=chosen_dir)
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
     record = _record(params, job, data, started)
-    # The job's cost is what its configurations cost, not this bookkeeping step.
-    record["wall_time_s"] = round(sum(r["wall_time_s"] for r in results), 3)
-    record["peak_memory_mb"] = max(r["peak_memory_mb"] for r in results)
+    # The job's cost: its configurations plus this step (which retrains the winner on repeats).
+    record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)
+    record["peak_memory_mb"] = max(record["peak_memory_mb"], *(r["peak_memory_mb"] for r in results))
     return {
         **record,
-        "metrics": {"test": test_metrics, "val": results[best]["metrics"]["val"]},
+        "metrics": {"test": _mean_metrics(test_runs), "val": results[best]["metrics"]["val"]},
+        **_repeats_record(test_runs),
         "selected_config": results[best]["config"],
         "selection": {"metric": metric, "n_configs": n, "best_index": best, "val_scores": val_scores,
                       "variant": results[best].get("variant"), "fit_info": results[best].get("fit_info")},

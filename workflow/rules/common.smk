@@ -91,3 +91,8 @@ def config_results(wildcards):
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
     n = PARAMS.n_configs(job.paper, job.dataset, job.model)
     return [str(PARAMS.config_dir(job, c) / "result.json") for c in range(n)]
+
+
+def retrains(wildcards):
+    """Does the selection job retrain the chosen configuration (protocol `repeats` > 1)?"""
+    return PARAMS.repeats(wildcards.paper, wildcards.dataset) > 1

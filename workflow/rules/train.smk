@@ -72,9 +72,12 @@ rule select_config:
     wildcard_constraints:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",
+    threads: 1
     resources:
-        mem_mb=2000,
-        runtime=30,
+        # Cheap bookkeeping, unless the protocol retrains the winner with further seeds (repeats).
+        mem_mb=lambda wildcards, attempt: (8000 if retrains(wildcards) else 2000) * attempt,
+        runtime=lambda wildcards, attempt: (720 if retrains(wildcards) else 30) * attempt,
+        gpu=lambda wildcards: gpus(wildcards) if retrains(wildcards) else 0,
     shell:
         "{CLI} select {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
-        " --output {output.metrics} > {log} 2>&1"
+        " --threads {threads} --output {output.metrics} >> {log} 2>&1"
