@@ -97,7 +97,7 @@ def _job(params: Params, args: argparse.Namespace) -> Job:
     """The job named on the command line, checked against params.yaml."""
     job = Job(args.paper, args.dataset, args.model, args.fold)
     params.dataset_entry(job.paper, job.dataset)
-    if job.model not in params.paper(job.paper)["models"]:
+    if job.model not in params.all_models(job.paper):
         raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
     if job.fold not in range(params.n_folds(job.paper, job.dataset)):
         raise ParamsError(f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)")

@@ -150,6 +150,9 @@ class Params:
                 if entry["search_space"] not in raw["search_spaces"]:
                     self._fail(f"{where}.search_space", f"unknown search space {entry['search_space']!r}" + _did_you_mean(entry["search_space"], raw["search_spaces"]))
             for table, tcfg in cfg["tables"].items():
+                for model in tcfg.get("models", {}):
+                    if model not in MODEL_NAMES:
+                        self._fail(f"papers.{paper}.tables.{table}.models", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
                 metrics = [tcfg.get("metric")] if tcfg.get("kind", "metric") == "metric" else list(tcfg.get("rank_metrics", {}).values())
                 for metric in metrics:
                     if metric not in HIGHER_IS_BETTER:
@@ -163,7 +166,7 @@ class Params:
                 if paper not in raw["papers"]:
                     self._fail(where, f"unknown paper {paper!r}" + _did_you_mean(paper, raw["papers"]))
                 for kind in ("datasets", "models"):
-                    known = raw["papers"][paper][kind]
+                    known = self.all_models(paper) if kind == "models" else raw["papers"][paper][kind]
                     for i, name in enumerate([] if sel[kind] == "all" else sel[kind]):
                         if name not in known:
                             self._fail(f"{where}.{kind}[{i}]", f"unknown {kind[:-1]} {name!r} for paper {paper!r}" + _did_you_mean(name, known))
@@ -198,7 +201,24 @@ class Params:
 
     def _selected(self, paper: str, kind: str) -> list[str]:
         sel = self.profile["papers"].get(paper, {kind: []})[kind]
-        return list(self.paper(paper)[kind]) if sel == "all" else list(sel)
+        known = self.all_models(paper) if kind == "models" else list(self.paper(paper)[kind])
+        return known if sel == "all" else list(sel)
+
+    def all_models(self, paper: str) -> list[str]:
+        """The paper's methods, then models that only its ablation tables list (e.g. BiSHop's)."""
+        models = list(self.paper(paper)["models"])
+        for table in self.paper(paper)["tables"].values():
+            models.extend(m for m in table.get("models", {}) if m not in models)
+        return models
+
+    def runs_on(self, paper: str, model: str, dataset: str) -> bool:
+        """Main methods run on every dataset; an ablation-only model on its tables' group only."""
+        cfg = self.paper(paper)
+        if model in cfg["models"]:
+            return True
+        group = cfg["datasets"][dataset].get("group")
+        return any(model in t.get("models", {}) and t.get("group") in (None, group)
+                   for t in cfg["tables"].values())
 
     def selected_datasets(self, paper: str) -> list[str]:
         return self._selected(paper, "datasets")
@@ -268,7 +288,8 @@ class Params:
         for paper in papers or self.papers:
             for dataset in self.selected_datasets(paper):
                 for model in self.selected_models(paper):
-                    out.extend(Job(paper, dataset, model, k) for k in self.folds(paper, dataset))
+                    if self.runs_on(paper, model, dataset):
+                        out.extend(Job(paper, dataset, model, k) for k in self.folds(paper, dataset))
         return out
 
     # ----------------------------------------------------------------------------- paths

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabrepro.models.base import TabularModel, Task
+from tabrepro.models.bishop import BiSHopModel, ablation_models
 from tabrepro.models.catboost_model import CatBoostModel
 from tabrepro.models.ft_transformer import FTTransformerModel
 from tabrepro.models.gradient_boosting import GradientBoostingModel
@@ -34,6 +35,8 @@ MODEL_REGISTRY: dict[str, type[TabularModel]] = {
     TabNetModel.name: TabNetModel,
     FTTransformerModel.name: FTTransformerModel,
     ResNetModel.name: ResNetModel,
+    BiSHopModel.name: BiSHopModel,
+    **ablation_models(),  # BiSHop with one switch fixed (Tables 4.2, 4.3)
 }
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_REGISTRY)
 

@@ -372,11 +372,16 @@ def _metric_view(
         table_cfg, paper, paper_cfg, reference_id, _dataset_tasks(frame), datasets_filter
     )
     chosen = frame[(frame["metric"] == metric) & frame["dataset"].isin(datasets)]
+    labels = paper_cfg.get("models", {})
+    if table_cfg.get("models"):  # an ablation table: only its models, under its own labels
+        labels = table_cfg["models"]
+        chosen = chosen[chosen["model"].isin(list(labels))]
+        chosen = chosen.assign(method=chosen["model"].map(labels))
+    else:  # a main table: the paper's methods (ablation-only models stay out)
+        chosen = chosen[chosen["model"].isin(list(labels)) | ~chosen["model"].isin(_ablation_models(paper_cfg))]
     summary = summarize_folds(chosen, spread_kind).set_index(["dataset", "method"])
     paper_methods = reference_methods(paper, reference_id, metric, datasets)
-    methods = _method_order(
-        paper_cfg.get("models", {}), summary.index.get_level_values("method"), paper_methods
-    )
+    methods = _method_order(labels, summary.index.get_level_values("method"), paper_methods)
     cells: dict[tuple[str, str], Cell] = {}
     rows: list[dict[str, Any]] = []
     for dataset in datasets:
@@ -393,6 +398,11 @@ def _metric_view(
         columns=datasets, methods=methods, cells=cells, count_label="n",
         tidy=_tidy_frame(rows), empty_reason=_empty_reason(datasets, rows, table_cfg),
     )  # fmt: skip
+
+
+def _ablation_models(paper_cfg: Mapping[str, Any]) -> set[str]:
+    main = set(paper_cfg.get("models", {}))
+    return {m for t in paper_cfg.get("tables", {}).values() for m in t.get("models", {}) if m not in main}
 
 
 def _metric_cell(

@@ -1,0 +1,146 @@
+"""scikit-learn-style adapter around BiSHopTrainer, for the project's model interface.
+
+Inputs are the project's preprocessed matrices: a continuous feature is one standardised column,
+a categorical feature a one-hot group (a single 0/1 column for a binary feature). `fit` takes
+`feature_groups`, a sequence of (kind, n_columns) in column order, e.g.
+[("continuous", 1), ("categorical", 3)], and turns the matrix back into per-feature codes with
+`tabrepro.npt.estimator.decode_features`: BiSHop embeds a categorical feature from its label
+(categories 0..K-1; an all-zero or NaN group is "missing", code -1, with its own embedding row)
+and encodes continuous features with PLE bins fitted on the training rows. Targets: class
+indices 0..n_classes-1, or standardised floats (predictions come back on that scale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, Self
+
+import numpy as np
+import torch
+
+from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.bishop.trainer import BiSHopTrainer, FitResult, TabularTensors
+from tabrepro.npt.estimator import decode_features
+
+__all__ = ["BiSHopEstimator", "split_features"]
+
+ColumnGroup = tuple[str, int]
+
+
+def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]
+                   ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Encoded matrix -> (categorical codes (n, n_cat) int64 with -1 = missing, numerical
+    values (n, n_num) float32 with NaN kept, categories per categorical feature)."""
+    codes = decode_features(X, groups)
+    cat_cols = [j for j, (kind, _) in enumerate(groups) if kind == "categorical"]
+    num_cols = [j for j, (kind, _) in enumerate(groups) if kind == "continuous"]
+    cardinalities = tuple(max(int(width), 2) for kind, width in groups if kind == "categorical")
+    cat = codes[:, cat_cols]
+    x_cat = np.where(np.isnan(cat), -1, np.nan_to_num(cat, nan=-1.0)).astype(np.int64)
+    x_num = codes[:, num_cols].astype(np.float32)
+    return x_cat, x_num, cardinalities
+
+
+class BiSHopEstimator:
+    """fit / predict / predict_proba / save_weights around BiSHopTrainer.
+
+    task: "classification" (targets are class indices 0..n_classes-1) or "regression" (targets
+    are standardised floats; predictions come back on the same scale).
+    """
+
+    def __init__(self, task: Literal["classification", "regression"],
+                 config: BiSHopConfig | None = None, *, n_classes: int | None = None,
+                 checkpoint_dir: str | Path | None = None):
+        if task not in ("classification", "regression"):
+            raise ValueError(f"unknown task {task!r}")
+        if task == "regression" and n_classes is not None:
+            raise ValueError("n_classes applies to classification only")
+        self.task = task
+        self.config = config if config is not None else BiSHopConfig()
+        self.n_classes = n_classes
+        self.checkpoint_dir = checkpoint_dir
+        self.trainer_: BiSHopTrainer | None = None
+        self.fit_result_: FitResult | None = None
+        self._groups: list[ColumnGroup] | None = None
+
+    @property
+    def is_classifier(self) -> bool:
+        return self.task == "classification"
+
+    def _targets(self, y: np.ndarray, name: str) -> torch.Tensor:
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if not np.isfinite(y).all():
+            raise ValueError(f"{name} contains non-finite values")
+        if self.is_classifier:
+            if not np.all(y == np.round(y)) or (y < 0).any():
+                raise ValueError(f"{name} must hold class indices")
+            assert self.n_classes is not None
+            if y.size and y.max() >= self.n_classes:
+                raise ValueError(f"{name} holds class indices >= n_classes = {self.n_classes}")
+            return torch.as_tensor(y.astype(np.int64))
+        return torch.as_tensor(y.astype(np.float32))
+
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None,
+                 name: str = "X") -> TabularTensors:
+        assert self._groups is not None
+        x_cat, x_num, _ = split_features(X, self._groups)
+        targets = None if y is None else self._targets(y, f"y for {name}")
+        if targets is not None and targets.shape[0] != x_cat.shape[0]:
+            raise ValueError(f"{name} and its targets have different numbers of rows")
+        return TabularTensors(torch.as_tensor(x_cat), torch.as_tensor(x_num), targets)
+
+    def fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
+            y_val: np.ndarray | None, *, feature_groups: Sequence[ColumnGroup]) -> Self:
+        """Train on the training rows; the validation rows drive LR reduction, early stopping
+        and the choice of the kept epoch."""
+        groups = [(str(kind), int(width)) for kind, width in feature_groups]
+        for kind, width in groups:
+            if kind not in ("continuous", "categorical"):
+                raise ValueError(f"unknown feature kind {kind!r}")
+            if width < 1 or (kind == "continuous" and width != 1):
+                raise ValueError(f"bad column count {width} for a {kind} feature")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("pass both X_val and y_val, or neither")
+        if self.is_classifier and self.n_classes is None:
+            observed = [np.asarray(y).reshape(-1) for y in (y_train, y_val) if y is not None]
+            self.n_classes = max(2, int(max(np.max(y) for y in observed if y.size)) + 1)
+        self._groups = groups
+        _, _, cardinalities = split_features(np.asarray(X_train)[:0], groups)
+        train = self._tensors(X_train, y_train, "X_train")
+        val = self._tensors(X_val, y_val, "X_val") if X_val is not None else None
+        self.trainer_ = BiSHopTrainer(
+            self.config, self.task, cardinalities=cardinalities,
+            n_numerical=train.x_num.shape[1],
+            n_classes=self.n_classes if self.is_classifier else None,
+            checkpoint_dir=self.checkpoint_dir)
+        self.fit_result_ = self.trainer_.fit(train, val)
+        return self
+
+    def _outputs(self, X: np.ndarray) -> np.ndarray:
+        if self.trainer_ is None or self._groups is None:
+            raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
+        outputs = self.trainer_.outputs(self._tensors(X))
+        return outputs.cpu().double().numpy()
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Class indices (classification) or standardised-scale values (regression)."""
+        outputs = self._outputs(X)
+        if self.is_classifier:
+            return np.argmax(outputs, axis=1).astype(np.int64)
+        return outputs[:, 0]
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """(n, n_classes) class probabilities (softmax of the logits, in float64)."""
+        if not self.is_classifier:
+            raise AttributeError("predict_proba is only available for classification")
+        logits = self._outputs(X)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        probabilities = np.exp(logits)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+    def save_weights(self, path: str | Path) -> Path:
+        """Write the selected weights (state dict incl. PLE bins) as a weights-only file."""
+        if self.trainer_ is None:
+            raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
+        return self.trainer_.save_weights(path)

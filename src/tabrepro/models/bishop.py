@@ -1,0 +1,92 @@
+"""BiSHop behind the project's model interface (tabrepro.bishop does the work).
+
+A configuration is a set of `BiSHopConfig` fields (params.yaml: search_spaces.bishop_*.bishop,
+Table A.4). Each configuration is one workflow job (`per_config_jobs`); BiSHop's protocol then
+retrains the configuration chosen on validation with two further seeds (protocol `repeats`).
+
+The ablations of Tables 4.2 and 4.3 are the same model with one switch fixed. Each is registered
+under its own name (`ABLATIONS`) so that it gets its own jobs, results and table rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.bishop.estimator import BiSHopEstimator
+from tabrepro.models.base import TabularModel
+
+__all__ = ["ABLATIONS", "BiSHopModel", "ablation_models"]
+
+log = logging.getLogger(__name__)
+
+# Ablation model name -> the BiSHopConfig switches it fixes (Table 4.2: components; 4.3: the
+# attention normaliser). Labels for the tables live in params.yaml.
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "bishop_onehot_categorical": {"categorical_encoding": "onehot"},
+    "bishop_raw_numerical": {"numerical_encoding": "raw"},
+    "bishop_no_patching": {"patch_size": 1},
+    "bishop_no_decoder": {"decoder": False},
+    "bishop_mlp_block": {"block": "mlp"},
+    "bishop_dense_hopfield": {"attention": "hopfield"},
+    "bishop_attention": {"attention": "attention"},
+}
+
+
+class BiSHopModel(TabularModel):
+    name: ClassVar[str] = "bishop"
+    accelerator = "gpu"
+    per_config_jobs = True
+    fixed: ClassVar[dict[str, Any]] = {}  # switches an ablation fixes on top of the configuration
+
+    def _config(self) -> BiSHopConfig:
+        values: dict[str, Any] = dict(self.params)
+        if "seed" in values:
+            raise ValueError(f"{self.name}: 'seed' is set by tabrepro and may not appear in a search space")
+        values.update(self.fixed, seed=self.seed)
+        return BiSHopConfig.from_dict(values)
+
+    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
+             y_val: np.ndarray | None) -> None:
+        config = self._config()
+        groups = self.context.feature_groups or tuple(("continuous", 1) for _ in range(X_train.shape[1]))
+        work_dir = self.context.work_dir
+        if work_dir is not None:
+            Path(work_dir).mkdir(parents=True, exist_ok=True)
+        task = "regression" if self.task == "regression" else "classification"
+        n_classes = self.n_fit_classes if self.is_classifier else None
+        self._estimator = BiSHopEstimator(task, config, n_classes=n_classes, checkpoint_dir=work_dir)
+        previous_threads = torch.get_num_threads()
+        torch.set_num_threads(self.n_jobs)
+        try:
+            self._estimator.fit(X_train, y_train, X_val, y_val, feature_groups=groups)
+        finally:
+            torch.set_num_threads(previous_threads)
+        result = self._estimator.fit_result_
+        assert result is not None
+        if result.resumed_from is not None:
+            log.info("%s resumed from epoch %d (state file in %s)", self.name, result.resumed_from, work_dir)
+        self.fit_info_.update({"epochs": result.epochs, "best_epoch": result.best_epoch,
+                               "resumed_from": result.resumed_from})
+
+    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return self._estimator.predict_proba(X)
+
+    def _predict_values(self, X: np.ndarray) -> np.ndarray:
+        return self._estimator.predict(X)
+
+    def save_weights(self, path: Path) -> bool:
+        self._estimator.save_weights(path)
+        return True
+
+
+def ablation_models() -> dict[str, type[BiSHopModel]]:
+    """One BiSHopModel subclass per ablation, named as in ABLATIONS."""
+    return {name: type(f"BiSHop_{name}", (BiSHopModel,), {"name": name, "fixed": dict(switches),
+                                                           "__doc__": f"BiSHop with {switches}."})
+            for name, switches in ABLATIONS.items()}
