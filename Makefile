@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 CORES  ?= $(shell nproc)
 PROFILE ?= quick
 
-.PHONY: run test venv dryrun-paper clean-results help
+.PHONY: run test venv dryrun-paper clean-results help repro dvc-pull
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -28,6 +28,13 @@ test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data
 
 dryrun-paper: $(STAMP)  ## list every job of both papers (no data needed)
 	$(BIN)/snakemake -n --quiet rules --config profile=paper all
+
+repro: $(STAMP)  ## DVC: reproduce the profile's tables and record them in dvc.lock (docs/dvc.md)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+dvc-pull: $(STAMP)  ## DVC: fetch data, results, weights and tables from the remote; align Snakemake
+	$(BIN)/dvc pull
+	$(BIN)/snakemake --cores 1 --touch --forceall --quiet -- all
 
 clean-results:  ## remove results (keeps downloaded data)
 	rm -rf results/npt results/bishop results/tables
