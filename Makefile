@@ -27,7 +27,7 @@ test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data
 	$(BIN)/python -m pytest -q
 
 dryrun-paper: $(STAMP)  ## list every job of both papers (no data needed)
-	$(BIN)/snakemake -n --quiet rules --config profile=paper all
+	$(BIN)/snakemake all -n --quiet rules --config profile=paper
 
 repro: $(STAMP)  ## DVC: reproduce the profile's tables and record them in dvc.lock (docs/dvc.md)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro

@@ -1,4 +1,5 @@
-# tabrepro workflow: fetch -> prepare -> split -> train (dataset x model x fold) -> tables.
+# tabrepro workflow: fetch -> prepare -> split -> train (dataset x model x fold) -> tables,
+# NPT's analysis experiments -> one HTML report (results/report/index.html).
 #
 #   snakemake --cores 2 all                          quick profile (the default in params.yaml)
 #   snakemake --cores 2 --config profile=paper all   every dataset and model of both papers
@@ -17,8 +18,16 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/report_html.smk"
 
 
 rule all:
+    input:
+        all_tables(),
+        f"{RESULTS}/report/index.html",
+
+
+rule tables:  # the papers' tables only (DVC's `tables` stage)
     input:
         all_tables(),

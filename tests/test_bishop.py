@@ -13,9 +13,8 @@ import torch
 from entmax import sparsemax as reference_sparsemax
 
 from tabrepro.bishop import (AlphaEntmax, BiSHopConfig, BiSHopEstimator, BiSHopModel,
-                             BiSHopTrainer, PiecewiseLinearEncoding, TabularTensors, entmax,
-                             entmax_bisect)
-from tabrepro.bishop.entmax import alpha_from_logit
+                             BiSHopTrainer, PiecewiseLinearEncoding, TabularTensors)
+from tabrepro.bishop.entmax import alpha_from_logit, entmax, entmax_bisect
 from tabrepro.bishop.estimator import split_features
 from tabrepro.bishop.trainer import STATE_FILE, WEIGHTS_FILE
 

@@ -221,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
+
+    from tabrepro.analysis.cli import register  # `analyse` and `report`
+
+    register(add)
     return parser
 
 

@@ -271,6 +271,12 @@ class Params:
         cap = override["max_configs"] if "max_configs" in override else self.profile["max_configs"]
         return wanted if cap is None else min(wanted, cap)
 
+    def split_digest(self, paper: str, dataset: str) -> str:
+        """Hash of what a dataset's splits depend on: a change rewrites them (and reruns its jobs)."""
+        relevant = {"seed": self.seed, "dataset": self.dataset_entry(paper, dataset),
+                    "protocol": self.protocol(paper, dataset)}
+        return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
     def job_digest(self, job: Job) -> str:
         """Hash of every parameter a job's result depends on: a change reruns exactly that job."""
         relevant = {

@@ -7,6 +7,7 @@ names, so a job gives the same result wherever and whenever it runs.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -155,7 +156,7 @@ def _repeat_runs(params: Params, job: Job, data: FoldData, best: int, config: di
     """
     runs = []
     for repeat in range(1, params.repeats(job.paper, job.dataset)):
-        state = None if work_dir is None else work_dir / f"repeat{repeat}" / STATE_DIR
+        state = None if work_dir is None else work_dir / f"repeat{repeat}"
         model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
         te = data.split.test
         runs.append(_metrics(data.task, _outputs(model, data.task, data.X[te]), data.y[te], data.target))
@@ -193,7 +194,8 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
                          f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}")
     config = configs[config_index]
     out_dir = Path(out_dir)
-    model = _fit_config(params, job, data, config_index, config, n_jobs=n_jobs, work_dir=out_dir / STATE_DIR)
+    state = _state_dir(out_dir, params, data, config)
+    model = _fit_config(params, job, data, config_index, config, n_jobs=n_jobs, work_dir=state)
     va, te = data.split.val, data.split.test
     val_outputs = _outputs(model, data.task, data.X[va])
     test_outputs = _outputs(model, data.task, data.X[te])
@@ -213,6 +215,17 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     }
     write_result(result, out_dir / RESULT_FILE)
     return result
+
+
+def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> Path:
+    """Resumable state, keyed by what the training trajectory depends on.
+
+    A changed configuration, seed or split starts from step 0 in a fresh directory instead of
+    refusing to resume (or, worse, resuming) from state written for other settings.
+    """
+    key = json.dumps({"config": config, "seed": params.seed, "split": data.split.sha256},
+                     sort_keys=True, default=_jsonable)
+    return out_dir / STATE_DIR / hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) -> dict:
@@ -243,7 +256,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     te = data.split.test
     test_runs = [_metrics(data.task, test_outputs, data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, results[best]["config"], n_jobs=n_jobs,
-                              work_dir=chosen_dir)
+                              work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]))
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())

@@ -29,6 +29,8 @@ rule split:
         processed_table,
     output:
         f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
+    params:
+        digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     log:
         f"{LOGS}/split/{{paper}}/{{dataset}}.log",
     shell:

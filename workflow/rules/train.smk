@@ -54,7 +54,7 @@ rule train_config:
         runtime=lambda wildcards, attempt: 720 * attempt,
         gpu=gpus,
     shell:
-        # Appends to the log: a requeued job's log shows the first attempt and the resumed step.
+        # Snakemake clears the log before each attempt; a resumed attempt logs "resumed from step N".
         "{CLI} train-config {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
         " {wildcards.config} --threads {threads} --output-dir {params.out_dir} >> {log} 2>&1"
 

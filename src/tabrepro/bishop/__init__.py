@@ -2,15 +2,23 @@
 α, piecewise-linear encoding, the BiSHop network, a resumable training loop and a
 scikit-learn-style adapter (see estimator.py). Spec: /work/shared/spec/bishop.md.
 
-Importing this package imports torch.
+The names below load on first use, so `tabrepro.bishop.config` (needed by the model registry,
+hence by every Snakemake start) does not import torch.
 """
 
-from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.entmax import AlphaEntmax, entmax, entmax_bisect
-from tabrepro.bishop.estimator import BiSHopEstimator
-from tabrepro.bishop.model import BiSHopModel
-from tabrepro.bishop.ple import PiecewiseLinearEncoding
-from tabrepro.bishop.trainer import BiSHopTrainer, FitResult, TabularTensors
+from importlib import import_module
+from typing import Any
 
-__all__ = ["BiSHopConfig", "BiSHopModel", "BiSHopTrainer", "BiSHopEstimator", "FitResult",
-           "TabularTensors", "AlphaEntmax", "entmax", "entmax_bisect", "PiecewiseLinearEncoding"]
+_HOMES = {
+    # The entmax functions live in tabrepro.bishop.entmax (the submodule's name would shadow them).
+    "BiSHopConfig": "config", "AlphaEntmax": "entmax",
+    "BiSHopEstimator": "estimator", "BiSHopModel": "model", "PiecewiseLinearEncoding": "ple",
+    "BiSHopTrainer": "trainer", "FitResult": "trainer", "TabularTensors": "trainer",
+}
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'tabrepro.bishop' has no attribute {name!r}")
+    return getattr(import_module(f"tabrepro.bishop.{_HOMES[name]}"), name)

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.estimator import BiSHopEstimator
 from tabrepro.models.base import TabularModel
 
 __all__ = ["ABLATIONS", "BiSHopModel", "ablation_models"]
@@ -53,6 +51,10 @@ class BiSHopModel(TabularModel):
 
     def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
              y_val: np.ndarray | None) -> None:
+        import torch  # lazily: the registry (and every Snakemake start) need not load torch
+
+        from tabrepro.bishop.estimator import BiSHopEstimator
+
         config = self._config()
         groups = self.context.feature_groups or tuple(("continuous", 1) for _ in range(X_train.shape[1]))
         work_dir = self.context.work_dir

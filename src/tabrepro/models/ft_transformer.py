@@ -23,18 +23,17 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from rtdl_revisiting_models import FTTransformer
 
 from tabrepro.models.base import CategoricalLayout, TorchModel
 
 __all__ = ["FTTransformerModel"]
 
-ARCHITECTURE_DEFAULTS: dict[str, Any] = {
-    key: value
-    for key, value in FTTransformer.get_default_kwargs(n_blocks=3).items()
-    if key != "_is_default"
-}
+def architecture_defaults() -> dict[str, Any]:
+    """rtdl's default FT-Transformer (3 blocks); imported here because rtdl imports torch."""
+    from rtdl_revisiting_models import FTTransformer
+
+    return {key: value for key, value in FTTransformer.get_default_kwargs(n_blocks=3).items()
+            if key != "_is_default"}
 
 
 class FTTransformerModel(TorchModel):
@@ -51,7 +50,7 @@ class FTTransformerModel(TorchModel):
         self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int
     ) -> torch.nn.Module:
         self._layout = CategoricalLayout.from_groups(self.context.feature_groups, X_train.shape[1])
-        kwargs = {**ARCHITECTURE_DEFAULTS, **architecture}
+        kwargs = {**architecture_defaults(), **architecture}
         if "ffn_d_hidden" in architecture and "ffn_d_hidden_multiplier" not in architecture:
             kwargs["ffn_d_hidden_multiplier"] = None
         heads = int(kwargs["attention_n_heads"])
@@ -63,9 +62,13 @@ class FTTransformerModel(TorchModel):
             "cat_cardinalities": self._layout.cardinalities,
             "d_out": d_out,
         }
+        from rtdl_revisiting_models import FTTransformer
+
         return FTTransformer(**self._estimator_kwargs(owned, kwargs))
 
     def _inputs(self, X: np.ndarray, device: torch.device) -> tuple[torch.Tensor | None, ...]:
+        import torch
+
         columns = self._layout.continuous_columns
         x_cont = None
         if columns.size:

@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from tabrepro.models.base import TabularModel
 from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.estimator import NPTEstimator
-from tabrepro.npt.trainer import atomic_save
 
 __all__ = ["NPTModel"]
 
@@ -48,6 +45,10 @@ class NPTModel(TabularModel):
 
     def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
              y_val: np.ndarray | None) -> None:
+        import torch  # lazily: the registry (and every Snakemake start) need not load torch
+
+        from tabrepro.npt.estimator import NPTEstimator
+
         config = self._config()
         groups = self.context.feature_groups or tuple(("continuous", 1) for _ in range(X_train.shape[1]))
         X_test = self.context.X_test if config.semi_supervised else None
@@ -90,6 +91,8 @@ class NPTModel(TabularModel):
 
     def save_weights(self, path: Path) -> bool:
         """The selected weights only (a state dict of tensors, loadable with weights_only=True)."""
+        from tabrepro.npt.trainer import atomic_save
+
         trainer = self._estimator.trainer_
         assert trainer is not None and trainer.model is not None
         atomic_save({k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}, Path(path))

@@ -18,8 +18,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
-from rtdl_revisiting_models import ResNet
 
 from tabrepro.models.base import TorchModel
 
@@ -55,4 +53,6 @@ class ResNetModel(TorchModel):
         for key in ("n_blocks", "d_block"):
             kwargs[key] = int(kwargs[key])
         owned = {"d_in": X_train.shape[1], "d_out": d_out}
+        from rtdl_revisiting_models import ResNet  # imports torch: only when a network is built
+
         return ResNet(**self._estimator_kwargs(owned, kwargs))

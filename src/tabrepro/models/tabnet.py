@@ -38,22 +38,18 @@ paper follows TensorFlow's convention, where momentum is 1 - PyTorch's).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import torch
 
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.models.base import CategoricalLayout, TabularModel, save_state_dict, torch_session
-
-with warnings.catch_warnings():  # pytorch-tabnet 4.1.0 imports a deprecated scipy.sparse path
-    warnings.filterwarnings("ignore", category=DeprecationWarning, module="pytorch_tabnet")
-    from pytorch_tabnet.metrics import Metric
-    from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
 __all__ = ["TabNetModel"]
 
@@ -69,31 +65,42 @@ FIT_DEFAULTS: dict[str, Any] = {
 CAT_ENCODINGS = ("embedding", "one_hot")
 
 
-class _MonitoredNLL(Metric):
-    """Validation NLL over the classes present in training, clipped like the evaluation metric.
+@functools.cache
+def _library() -> SimpleNamespace:
+    """pytorch-tabnet's estimators and our monitoring metrics, imported on first use (the
+    library imports torch, which the registry and every Snakemake start should not pay for)."""
+    with warnings.catch_warnings():  # pytorch-tabnet 4.1.0 imports a deprecated scipy.sparse path
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="pytorch_tabnet")
+        from pytorch_tabnet.metrics import Metric
+        from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
 
-    (The library's logloss asks scikit-learn to infer the label set from the validation rows,
-    which fails when a training class is absent there.)
-    """
+    class MonitoredNLL(Metric):
+        """Validation NLL over the classes present in training, clipped like the evaluation metric.
 
-    def __init__(self) -> None:
-        self._name = "tabrepro_nll"
-        self._maximize = False
+        (The library's logloss asks scikit-learn to infer the label set from the validation rows,
+        which fails when a training class is absent there.)
+        """
 
-    def __call__(self, y_true: np.ndarray, y_score: np.ndarray) -> float:
-        picked = y_score[np.arange(y_true.shape[0]), np.asarray(y_true, dtype=np.int64)]
-        return float(-np.mean(np.log(np.clip(picked, NLL_CLIP, 1.0))))
+        def __init__(self) -> None:
+            self._name = "tabrepro_nll"
+            self._maximize = False
 
+        def __call__(self, y_true: np.ndarray, y_score: np.ndarray) -> float:
+            picked = y_score[np.arange(y_true.shape[0]), np.asarray(y_true, dtype=np.int64)]
+            return float(-np.mean(np.log(np.clip(picked, NLL_CLIP, 1.0))))
 
-class _MonitoredMSE(Metric):
-    """Validation MSE that reports a diverged (NaN) prediction instead of raising on it."""
+    class MonitoredMSE(Metric):
+        """Validation MSE that reports a diverged (NaN) prediction instead of raising on it."""
 
-    def __init__(self) -> None:
-        self._name = "tabrepro_mse"
-        self._maximize = False
+        def __init__(self) -> None:
+            self._name = "tabrepro_mse"
+            self._maximize = False
 
-    def __call__(self, y_true: np.ndarray, y_score: np.ndarray) -> float:
-        return float(np.mean((np.asarray(y_score, np.float64) - y_true) ** 2))
+        def __call__(self, y_true: np.ndarray, y_score: np.ndarray) -> float:
+            return float(np.mean((np.asarray(y_score, np.float64) - y_true) ** 2))
+
+    return SimpleNamespace(classifier=TabNetClassifier, regressor=TabNetRegressor,
+                           nll=MonitoredNLL, mse=MonitoredMSE)
 
 
 def _ghost_batch_size(batch_size: int, virtual: int) -> int:
@@ -146,6 +153,8 @@ class TabNetModel(TabularModel):
         X_monitor, y_monitor = (X_val, y_val) if validated else (X_train, y_train)
         self._fallback: np.ndarray | float | None = None
 
+        import torch  # lazily: the registry (and every Snakemake start) need not load torch
+
         with torch_session(self.seed, self.n_jobs) as device:
             owned = {
                 "seed": self.seed,
@@ -158,7 +167,8 @@ class TabNetModel(TabularModel):
                 "scheduler_fn": torch.optim.lr_scheduler.StepLR if schedule else None,
                 "scheduler_params": dict(schedule),
             }
-            estimator_class = TabNetClassifier if self.is_classifier else TabNetRegressor
+            library = _library()
+            estimator_class = library.classifier if self.is_classifier else library.regressor
             estimator = estimator_class(**self._estimator_kwargs(owned, constructor))
             with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
                 warnings.filterwarnings("ignore", module="pytorch_tabnet")
@@ -167,7 +177,7 @@ class TabNetModel(TabularModel):
                     self._library_target(y_train),
                     eval_set=[(self._layout.per_feature(X_monitor), self._library_target(y_monitor))],
                     eval_name=["monitor"],
-                    eval_metric=[_MonitoredNLL if self.is_classifier else _MonitoredMSE],
+                    eval_metric=[library.nll if self.is_classifier else library.mse],
                     max_epochs=fit["max_epochs"],
                     patience=fit["patience"],
                     batch_size=batch_size,

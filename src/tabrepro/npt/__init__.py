@@ -1,13 +1,22 @@
 """Non-Parametric Transformer (Kossen et al., NeurIPS 2021): model, masking, optimisation,
 training loop with exact resume, and a scikit-learn-style adapter (see estimator.py).
 
-Importing this package imports torch.
+The names below load on first use, so `tabrepro.npt.config` (needed by the model registry, hence
+by every Snakemake start) does not import torch.
 """
 
-from tabrepro.npt.config import Attribute, NPTConfig, categorical, continuous
-from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
-from tabrepro.npt.model import NPTModel
-from tabrepro.npt.trainer import FitResult, NPTTrainer
+from importlib import import_module
+from typing import Any
 
-__all__ = ["Attribute", "NPTConfig", "categorical", "continuous", "NPTTable", "TRAIN", "VAL",
-           "TEST", "NPTModel", "NPTTrainer", "FitResult"]
+_HOMES = {
+    "Attribute": "config", "NPTConfig": "config", "categorical": "config", "continuous": "config",
+    "TEST": "masking", "TRAIN": "masking", "VAL": "masking", "NPTTable": "masking",
+    "NPTModel": "model", "FitResult": "trainer", "NPTTrainer": "trainer",
+}
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'tabrepro.npt' has no attribute {name!r}")
+    return getattr(import_module(f"tabrepro.npt.{_HOMES[name]}"), name)

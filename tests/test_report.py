@@ -1,0 +1,285 @@
+"""The HTML report end to end on a tiny results tree (real prepare/split/tables, an untrained tiny
+NPT standing in for a trained fold), the `analyse`/`report` commands, and a headless-Chromium
+screenshot of the page."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from tabrepro.analysis import cli as analysis_cli
+from tabrepro.analysis.settings import DEFAULTS
+from tabrepro.reporting.figures import critical_difference
+from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+PROFILE = "reporttest"
+SMALL_ANALYSIS = {
+    "folds": [0],
+    "device": "cpu",
+    "corruption": {"max_test_rows": 6},
+    "deletion": {"max_test_rows": 3, "max_context_rows": 40, "max_proposals": 60},
+    "attention": {"n_reference_rows": 1, "max_rows": 48},
+    "lookup": {"n_train_rows": 256, "n_val_rows": 32, "n_test_rows": 32, "batch_rows": 16,
+               "variants": ["original", "add_one"], "intervention_rows": 2,
+               "model": {"embed_dim": 8, "n_layers": 2, "n_heads": 2, "steps": 30}},
+}
+
+torch.set_num_threads(1)
+
+
+def _cli(*args: str) -> int:
+    from tabrepro.cli import main
+
+    return main(list(args))
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2))
+
+
+def _fake_npt_fold(params, fold: int) -> None:
+    """Weights of an untrained tiny NPT for the fold's attribute layout, and its metrics.json."""
+    from tabrepro.analysis.common import feature_attributes
+    from tabrepro.data.table import load_table
+    from tabrepro.npt import NPTConfig, NPTModel, categorical
+    from tabrepro.preprocessing import Preprocessor
+    from tabrepro.provenance import provenance
+    from tabrepro.splits import fold_path, load_split
+
+    table = load_table(params.processed_dir("breast_cancer"))
+    split = load_split(fold_path(params.split_dir("npt", "breast_cancer"), fold))
+    groups = Preprocessor().fit(table.frame, table.schema, split.train).feature_groups
+    selected = {"embed_dim": 4, "n_layers": 2, "n_heads": 1, "max_steps": 10}
+    torch.manual_seed(fold)
+    model = NPTModel((*feature_attributes(groups), categorical(2, "target")), NPTConfig(**selected))
+    job_dir = Path(params.results_dir) / "npt" / "breast_cancer" / "npt" / f"fold{fold}"
+    job_dir.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), job_dir / "weights.pt")
+    _write_json(job_dir / "metrics.json", {
+        "paper": "npt", "dataset": "breast_cancer", "model": "npt", "fold": fold, "task": "binary",
+        "metrics": {"test": {"auroc": 0.99, "auc_pct": 99.0, "accuracy_pct": 95.0, "nll": 0.12},
+                    "val": {}},
+        "selected_config": selected, "wall_time_s": 120.0 + fold, "peak_memory_mb": 900.0,
+        "peak_gpu_memory_mb": 300.0, "provenance": provenance(), "profile": PROFILE})
+
+
+def _fake_baseline(params, model: str, fold: int, auroc: float) -> None:
+    from tabrepro.provenance import provenance
+
+    path = Path(params.results_dir) / "npt" / "breast_cancer" / model / f"fold{fold}" / "metrics.json"
+    _write_json(path, {
+        "paper": "npt", "dataset": "breast_cancer", "model": model, "fold": fold, "task": "binary",
+        "metrics": {"test": {"auroc": auroc, "auc_pct": 100 * auroc, "accuracy_pct": 100 * auroc - 3,
+                             "nll": 1.1 - auroc}, "val": {}},
+        "wall_time_s": 1.5 + fold, "peak_memory_mb": 400.0, "provenance": provenance(),
+        "profile": PROFILE})
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """params.yaml with a small profile, breast cancer prepared and split, fake fold results,
+    every analysis experiment run through `tabrepro analyse`, and the report built."""
+    from tabrepro.config import Params
+    from tabrepro.models.registry import MODEL_NAMES
+
+    if "npt" not in MODEL_NAMES:
+        pytest.skip("the NPT model is not registered yet")
+    root = tmp_path_factory.mktemp("report")
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["paths"] = {"data": str(root / "data"), "results": str(root / "results")}
+    raw["papers"]["npt"]["models"].setdefault("npt", "NPT")
+    raw["profiles"][PROFILE] = {
+        "description": "report test", "max_configs": 2, "folds": [0, 1],
+        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "random_forest", "npt"]},
+                   "bishop": {"datasets": [], "models": []}}}
+    raw["profile"] = PROFILE
+    raw.pop("analysis", None)  # the built-in entry below stands in for the profile's section
+    params_file = root / "params.yaml"
+    params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("TABREPRO_DATA_DIR", raising=False)
+        patch.setitem(DEFAULTS, PROFILE, SMALL_ANALYSIS)
+        assert _cli("--params", str(params_file), "-q", "prepare", "breast_cancer") == 0
+        assert _cli("--params", str(params_file), "-q", "split", "npt", "breast_cancer") == 0
+        params = Params.from_file(params_file)
+        for fold in (0, 1):
+            _fake_npt_fold(params, fold)
+            _fake_baseline(params, "knn", fold, 0.97 + 0.01 * fold)
+            _fake_baseline(params, "random_forest", fold, 0.99 - 0.005 * fold)
+        assert _cli("--params", str(params_file), "-q", "tables", "npt") == 0
+        for experiment in ("corruption", "deletion", "attention"):
+            assert analysis_cli.main(["--params", str(params_file), "analyse", "npt", "breast_cancer",
+                                      experiment, "--fold", "0"]) == 0
+        assert analysis_cli.main(["--params", str(params_file), "analyse", "npt", "synthetic", "lookup"]) == 0
+        # A result of another profile, which the report must leave out.
+        _write_json(root / "results/analysis/lookup/elsewhere/result.json",
+                    {"experiment": "lookup", "profile": "other", "source": "STALE-SOURCE", "variants": {}})
+        stale = root / "results/report/stale.png"
+        stale.parent.mkdir(parents=True)
+        stale.write_bytes(b"old")
+        assert analysis_cli.main(["--params", str(params_file), "report"]) == 0
+        yield {"root": root, "params": params_file, "report": root / "results/report"}
+
+
+def test_analysis_results_are_written(workspace):
+    base = workspace["root"] / "results/analysis"
+    corruption = json.loads((base / "corruption/breast_cancer/fold0/result.json").read_text())
+    assert corruption["n_test_rows"] == 6 and corruption["profile"] == PROFILE
+    assert corruption["table2"]["metric"] == "delta_accuracy_pct" and corruption["table2"]["paper"] == 0.0
+    assert {"accuracy_pct", "nll", "auroc"} <= set(corruption["clean"])
+    deletion = json.loads((base / "deletion/breast_cancer/fold0/result.json").read_text())
+    assert deletion["n_test_rows"] == 3 and all(r["proposals"] <= 60 for r in deletion["runs"])
+    assert (base / "deletion/breast_cancer/fold0/deletion_hist.png").stat().st_size > 1000
+    attention = json.loads((base / "attention/breast_cancer/fold0/result.json").read_text())
+    assert attention["n_abd_layers"] == 1 and len(attention["references"][0]["summary"]) == 1
+    for name in attention["figures"]:
+        assert (base / "attention/breast_cancer/fold0" / name).stat().st_size > 1000
+    lookup = json.loads((base / "lookup/synthetic/result.json").read_text())
+    assert set(lookup["variants"]) == {"original", "add_one"}
+    assert lookup["variants"]["original"]["rmse"]["1-NN"] == 0.0  # exact duplicates
+    assert lookup["variants"]["add_one"]["rmse"]["1-NN"] == pytest.approx(1.0)  # +1 everywhere
+    assert "_attention" not in lookup["variants"]["add_one"]
+
+
+def test_report_page_lists_everything_and_links_existing_figures(workspace):
+    report = workspace["report"]
+    page = (report / INDEX).read_text(encoding="utf-8")
+    for text in ("table10: Test AUROC", "in SE units", "paper vs ours", "critical differences",
+                 "compute cost", "Corruption of the other datapoints", "Semi-synthetic lookup",
+                 "Data deletion", "Attention between datapoints", "Provenance", PROFILE, "NPT"):
+        assert text in page, text
+    assert "STALE-SOURCE" not in page  # another profile's analysis result is left out
+    assert not (report / "stale.png").exists()  # the directory was replaced as a whole
+    images = re.findall(r'<img src="([^"]+)"', page)
+    assert len(images) >= 12
+    for name in images:
+        data = (report / name).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 2000, name
+    for name in ("npt_table10_bars.png", "npt_scatter.png", "npt_mean_rank.png", "npt_cd.png",
+                 "npt_cost.png", "corruption.png", "lookup_rmse.png", "lookup_interventions.png",
+                 "deletion_breast_cancer.png"):
+        assert name in images, name
+    # The AUROC table has the paper's NPT value beside ours, and a difference in SE units.
+    section = page.split('id="npt_table10"')[1].split("<h3")[0]
+    row = re.search(r"<td[^>]*>breast_cancer</td><td[^>]*>NPT</td>(.*?)</tr>", section)
+    assert row and "0.997" in row.group(1) and re.search(r"[+-]\d+\.\d\d</td>", row.group(1))
+
+
+def test_report_cli_errors_name_the_bad_input(workspace, capsys):
+    params = str(workspace["params"])
+    assert analysis_cli.main(["--params", params, "analyse", "npt", "no_such_data", "corruption",
+                              "--fold", "0"]) == 2
+    assert "no_such_data" in capsys.readouterr().err
+    assert analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "corruption",
+                              "--fold", "0", "--weights", "/nonexistent/weights.pt"]) == 2
+    assert "/nonexistent/weights.pt" in capsys.readouterr().err
+    assert analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "deletion"]) == 2
+    assert "--fold" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "nonsense"])
+
+
+def test_register_adds_both_commands():
+    names = []
+
+    def add(name, func, help_text):
+        import argparse
+
+        names.append(name)
+        parser = argparse.ArgumentParser()
+        parser.set_defaults(func=func)
+        return parser
+
+    analysis_cli.register(add)
+    assert names == ["analyse", "report"]
+
+
+def test_se_units_and_critical_difference():
+    assert se_units(95.0, 0.5, 94.0, None) == pytest.approx(2.0)
+    assert se_units(95.0, 0.3, 94.0, 0.4) == pytest.approx(2.0)
+    assert se_units(95.0, None, 94.0, None) is None
+    assert se_units(None, 0.3, 94.0, 0.4) is None
+    # Demšar (2006): k = 7 methods, N = 10 datasets, q_0.05 = 2.949.
+    assert critical_difference(7, 10) == pytest.approx(2.949 * np.sqrt(7 * 8 / 60), rel=1e-6)
+    assert critical_difference(12, 20) > critical_difference(11, 20)  # beyond the table: scipy
+
+
+# --------------------------------------------------------------------------- browser
+def _may_install() -> tuple[bool, str]:
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    debian = Path("/etc/debian_version").is_file() and shutil.which("apt-get") is not None
+    asked = os.environ.get("CI") == "true" or os.environ.get("TABREPRO_BROWSER_TESTS") == "1"
+    if is_root and debian and asked:
+        return True, ""
+    return False, (f"no Chromium found; it is installed automatically only as root on Debian with "
+                   f"CI=true or TABREPRO_BROWSER_TESTS=1 (root={is_root}, debian={debian}, "
+                   f"asked={asked}, {platform.system()})")
+
+
+def _ensure_chromium() -> str:
+    browser = find_chromium()
+    if browser:
+        return browser
+    allowed, reason = _may_install()
+    if not allowed:
+        pytest.skip(reason)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]
+    try:
+        if subprocess.run(install, env=env, capture_output=True, timeout=900).returncode != 0:
+            subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=300, check=True)
+            subprocess.run(install, env=env, capture_output=True, timeout=900, check=True)
+    except (subprocess.SubprocessError, OSError) as error:
+        pytest.fail(f"installing Chromium with apt-get failed: {error}")
+    browser = find_chromium()
+    assert browser, "apt-get installed chromium but it is not on PATH"
+    return browser
+
+
+def test_report_renders_in_headless_chromium(workspace, tmp_path):
+    from PIL import Image
+
+    browser = _ensure_chromium()
+    png = tmp_path / "report.png"
+    try:
+        screenshot(workspace["report"] / INDEX, png, width=1280, height=3000, timeout=180, browser=browser)
+    except BrowserError as error:
+        pytest.fail(str(error))
+    image = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    assert image.shape[:2] == (3000, 1280)
+    non_white = (image < 245).any(axis=2).mean()
+    assert non_white > 0.05, f"the page rendered almost blank ({non_white:.1%} non-white)"
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 50  # text, tables and figure colours
+    header = image[:60].reshape(-1, 3).mean(axis=0)
+    assert header.max() < 120  # the dark header band rendered (CSS applied)
+
+
+# --------------------------------------------------------------------------- workflow wiring
+def test_workflow_dry_run_includes_analysis_and_report(tmp_path):
+    snakefile = (REPO / "Snakefile").read_text()
+    if "report_html.smk" not in snakefile or "analysis.smk" not in snakefile:
+        pytest.skip("the Snakefile does not include analysis.smk and report_html.smk yet")
+    shutil.copy(REPO / "Snakefile", tmp_path / "Snakefile")
+    shutil.copytree(REPO / "workflow", tmp_path / "workflow", ignore=shutil.ignore_patterns("profiles"))
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    run = subprocess.run([str(SNAKEMAKE), "all", "-n", "--quiet", "rules", "--config", "profile=quick"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    output = run.stdout + run.stderr
+    assert "report_html" in output and "analyse_lookup" in output
+    if "npt" in yaml.safe_load((REPO / "params.yaml").read_text())["papers"]["npt"]["models"]:
+        assert "analyse_fold" in output

@@ -1,0 +1,82 @@
+# NPT's analysis experiments (spec npt.md, "Analysis experiments"). Corruption, deletion and
+# attention read one fold's trained NPT (weights.pt + selected_config in metrics.json); lookup
+# trains its own small NPT on a special training set. Sizes come from params.yaml `analysis:`
+# (per profile); tabrepro.analysis.runner.plan_targets lists the files the profile asks for.
+
+from tabrepro.analysis.runner import active_settings, lookup_input_files, plan_targets
+from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
+
+ANALYSIS = active_settings(PARAMS)
+ANALYSIS_PAPER = (ANALYSIS or active_settings(PARAMS, required=True)).paper
+
+
+def analysis_targets():
+    """Every analysis result file of the active profile (empty if it runs none)."""
+    return plan_targets(PARAMS, ANALYSIS)
+
+
+def analysis_digest(wildcards):
+    """Reruns an experiment when its settings (or the root seed) change."""
+    settings = ANALYSIS or active_settings(PARAMS, required=True)
+    experiment = getattr(wildcards, "experiment", "lookup")
+    return experiment_digest(settings, experiment, PARAMS.seed)
+
+
+def trained_npt(wildcards):
+    job = Job(ANALYSIS_PAPER, wildcards.dataset, "npt", int(wildcards.fold))
+    directory = PARAMS.job_dir(job)
+    source = PARAMS.source_of(ANALYSIS_PAPER, wildcards.dataset)
+    return {
+        "metrics": str(directory / "metrics.json"),
+        "weights": str(directory / "weights.pt"),
+        "table": f"{DATA}/processed/{source}/table.parquet",
+        "splits": f"{DATA}/splits/{ANALYSIS_PAPER}/{wildcards.dataset}/splits.json",
+    }
+
+
+rule analyse_fold:
+    input:
+        unpack(trained_npt),
+    output:
+        f"{RESULTS}/analysis/{{experiment}}/{{dataset}}/fold{{fold}}/result.json",
+    params:
+        paper=ANALYSIS_PAPER,
+        digest=analysis_digest,
+        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        f"{LOGS}/analysis/{{experiment}}/{{dataset}}/fold{{fold}}.log",
+    wildcard_constraints:
+        experiment="|".join(FOLD_EXPERIMENTS),
+        dataset=r"[^/]+",
+        fold=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    shell:
+        "{CLI} analyse {params.paper} {wildcards.dataset} {wildcards.experiment}"
+        " --fold {wildcards.fold} --metrics {input.metrics} --weights {input.weights}"
+        " --output-dir {params.outdir} --threads {threads} > {log} 2>&1"
+
+
+rule analyse_lookup:
+    input:
+        lambda wildcards: lookup_input_files(PARAMS, wildcards.dataset),
+    output:
+        f"{RESULTS}/analysis/lookup/{{dataset}}/result.json",
+    params:
+        paper=ANALYSIS_PAPER,
+        digest=analysis_digest,
+        outdir=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        f"{LOGS}/analysis/lookup/{{dataset}}.log",
+    wildcard_constraints:
+        dataset=r"[^/]+",
+    # One thread: the lookup NPT is tiny, and a second thread made its steps ~9x slower on CPU.
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=480,
+    shell:
+        "{CLI} analyse {params.paper} {wildcards.dataset} lookup"
+        " --output-dir {params.outdir} --threads {threads} > {log} 2>&1"
