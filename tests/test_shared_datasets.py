@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from tabrepro.data.fetch import MANIFEST_NAME, ChecksumMismatchError, FetchOptions, fetch_source
@@ -118,6 +120,18 @@ def test_real_files_fetch_and_parse_to_expected_shape(name: str, server: DataSer
     test_rows = sum(f.rows or 0 for f in source.files if f.role == "test") or source.fixed_test_tail_rows
     assert table.schema.n_fixed_test_rows == test_rows  # type: ignore[attr-defined]
     assert table.frame.columns[-1] == table.schema.target  # type: ignore[attr-defined]
+    assert_no_feature_is_the_target(table)
+
+
+def assert_no_feature_is_the_target(table) -> None:
+    """The label is never an input: not by name, and no feature is a relabelling of it (one
+    BiSHop run fed Spambase's label in as a feature)."""
+    schema, frame = table.schema, table.frame
+    names = [c.name for c in schema.features]
+    assert schema.target not in names
+    target_codes = pd.factorize(frame[schema.target])[0]
+    for name in names:
+        assert not np.array_equal(pd.factorize(frame[name])[0], target_codes), f"feature {name!r} copies the target"
 
 
 def test_bank_sample_parses_with_bank_full_options(server: DataServer, tmp_path: Path) -> None:
