@@ -105,12 +105,12 @@ def changed_stages(root: Path, env: dict) -> set[str]:
 
 
 def test_dvc_files_are_committed_and_the_pipeline_parses(tmp_path):
-    """Fast check: a fresh checkout is a DVC repo whose three stages resolve against params.yaml."""
+    """Fast check: a fresh checkout is a DVC repo whose four stages resolve against params.yaml."""
     env = _env(tmp_path)
     config = (REPO / ".dvc" / "config").read_text()
     assert "remote = store" in config and f"url = ../../{DEFAULT_REMOTE_NAME}" in config
     spec = yaml.safe_load((REPO / "dvc.yaml").read_text())
-    assert list(spec["stages"]) == ["data", "train", "tables"]
+    assert list(spec["stages"]) == ["data", "train", "tables", "report"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     for name, stage in spec["stages"].items():
         assert "foreach" not in stage and "matrix" not in stage  # the job matrix stays in Snakemake
@@ -123,7 +123,7 @@ def test_dvc_files_are_committed_and_the_pipeline_parses(tmp_path):
     listed = run(["dvc", "stage", "list"], work, env, timeout=60).stdout
     assert "results/npt" in listed and "data/splits" in listed and "results/tables" in listed
     lock_free = run(["dvc", "status", "--json"], work, env, timeout=60).stdout
-    assert set(json.loads(lock_free)) == {"data", "train", "tables"}  # nothing run yet
+    assert set(json.loads(lock_free)) == {"data", "train", "tables", "report"}  # nothing run yet
     assert run(["dvc", "remote", "default"], work, env, timeout=60).stdout.strip() == "store"
 
 
@@ -132,9 +132,10 @@ def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     env = _env(tmp_path)
     work = make_repo(tmp_path / "repo", env, dvc_tiny_profile)
 
-    # 1. dvc repro runs data -> train -> tables through Snakemake.
+    # 1. dvc repro runs data -> train -> tables -> report through Snakemake.
     repro = run(["dvc", "repro"], work, env, timeout=600)
-    for stage in ("data", "train", "tables"):
+    assert (work / "results/report/index.html").is_file()
+    for stage in ("data", "train", "tables", "report"):
         assert f"Running stage '{stage}'" in repro.stdout
     job = work / "results/npt/breast_cancer/npt/fold0"
     assert (job / "weights.pt").stat().st_size > 0 and (job / "config0/state").is_dir()
