@@ -176,12 +176,13 @@ def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     assert "Our AUROC" in (clone / "results/tables/npt/table10.md").read_text()
     after = tracked_files(clone)
     assert {k for k in original if after[k] != original[k]} <= {f"results/tables/npt/table10.{ext}" for ext in ("md", "tex")}
+    assert changed_stages(clone, env) == {"report"}  # the report shows the tables: now out of date
 
     # 5. A k-NN hyperparameter changes the train stage only; Snakemake reruns just the k-NN job and
     #    DVC the tables after it.
     edit_params(clone, lambda raw: raw["search_spaces"]["npt_small"]["knn"]["params"].update(
         n_neighbors={"choice": [3, 5, 7]}))
-    assert changed_stages(clone, env) == {"train"}
+    assert changed_stages(clone, env) == {"train", "report"}
     npt_metrics = clone / "results/npt/breast_cancer/npt/fold0/metrics.json"
     npt_before = npt_metrics.stat().st_mtime_ns
     rerun = run(["dvc", "repro"], clone, env, timeout=600)
