@@ -36,6 +36,7 @@ from tabrepro.npt.masking import (TEST, TRAIN, VAL, MaskDraw, NPTTable, batch_pl
 from tabrepro.npt.model import NPTModel
 from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.seeding import derive_seed
+from tabrepro.torch_utils import to_cpu, to_device
 
 __all__ = ["NPTTrainer", "FitResult", "resolve_device", "STATE_FILE", "BEST_WEIGHTS_FILE"]
 
@@ -332,7 +333,7 @@ class NPTTrainer:
         assert self.checkpoint_dir is not None
         path = self.checkpoint_dir / STATE_FILE
         state = self.state_dict()
-        atomic_save(_to_cpu(state), path)
+        atomic_save(to_cpu(state), path)
         return path
 
     def load_checkpoint(self) -> int | None:
@@ -350,7 +351,7 @@ class NPTTrainer:
         if state["table_fingerprint"] != self.table.fingerprint():
             raise ValueError(f"{path} was written for different data; refusing to resume")
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(_to_device(state["optimizer"], self.device))
+        self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
         self.schedule.load_state_dict(state["schedule"])
         assert self._dropout_generator is not None
         self._dropout_generator.set_state(state["rng"]["dropout"])
@@ -376,24 +377,4 @@ class NPTTrainer:
 
 def _scalar(value: Tensor) -> float:
     return float(value.detach())
-
-
-def _to_cpu(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value.detach().cpu()
-    if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_cpu(v) for v in value)
-    return value
-
-
-def _to_device(value: Any, device: torch.device) -> Any:
-    if isinstance(value, Tensor):
-        return value.to(device)
-    if isinstance(value, dict):
-        return {k: _to_device(v, device) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_to_device(v, device) for v in value]
-    return value
 
