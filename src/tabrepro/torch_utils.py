@@ -1,8 +1,8 @@
 """Small PyTorch helpers shared by the deep models' training loops (NPT, BiSHop).
 
-Kept free of model code so that any trainer can import them. Counterparts that still live inside
-tabrepro.npt.trainer (`atomic_save`, `resolve_device`, and the private `_to_cpu`, `_to_device`,
-`NPTTrainer._determinism`) do the same job and could be moved here.
+Kept free of model code so that any trainer can import them. NPT's trainer uses `to_cpu` and
+`to_device`; `atomic_save`, `resolve_device` and `NPTTrainer._determinism` still live in
+tabrepro.npt.trainer and could move here too.
 
 Importing this module imports torch.
 """
