@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from tabrepro.analysis import cli as analysis_cli
+from tabrepro.cli import main as tabrepro_main
 from tabrepro.analysis.settings import DEFAULTS
 from tabrepro.reporting.figures import critical_difference
 from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
@@ -122,16 +123,16 @@ def workspace(tmp_path_factory):
             _fake_baseline(params, "random_forest", fold, 0.99 - 0.005 * fold)
         assert _cli("--params", str(params_file), "-q", "tables", "npt") == 0
         for experiment in ("corruption", "deletion", "attention"):
-            assert analysis_cli.main(["--params", str(params_file), "analyse", "npt", "breast_cancer",
+            assert tabrepro_main(["--params", str(params_file), "analyse", "npt", "breast_cancer",
                                       experiment, "--fold", "0"]) == 0
-        assert analysis_cli.main(["--params", str(params_file), "analyse", "npt", "synthetic", "lookup"]) == 0
+        assert tabrepro_main(["--params", str(params_file), "analyse", "npt", "synthetic", "lookup"]) == 0
         # A result of another profile, which the report must leave out.
         _write_json(root / "results/analysis/lookup/elsewhere/result.json",
                     {"experiment": "lookup", "profile": "other", "source": "STALE-SOURCE", "variants": {}})
         stale = root / "results/report/stale.png"
         stale.parent.mkdir(parents=True)
         stale.write_bytes(b"old")
-        assert analysis_cli.main(["--params", str(params_file), "report"]) == 0
+        assert tabrepro_main(["--params", str(params_file), "report"]) == 0
         yield {"root": root, "params": params_file, "report": root / "results/report"}
 
 
@@ -181,16 +182,16 @@ def test_report_page_lists_everything_and_links_existing_figures(workspace):
 
 def test_report_cli_errors_name_the_bad_input(workspace, capsys):
     params = str(workspace["params"])
-    assert analysis_cli.main(["--params", params, "analyse", "npt", "no_such_data", "corruption",
+    assert tabrepro_main(["--params", params, "analyse", "npt", "no_such_data", "corruption",
                               "--fold", "0"]) == 2
     assert "no_such_data" in capsys.readouterr().err
-    assert analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "corruption",
+    assert tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "corruption",
                               "--fold", "0", "--weights", "/nonexistent/weights.pt"]) == 2
     assert "/nonexistent/weights.pt" in capsys.readouterr().err
-    assert analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "deletion"]) == 2
+    assert tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "deletion"]) == 2
     assert "--fold" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        analysis_cli.main(["--params", params, "analyse", "npt", "breast_cancer", "nonsense"])
+        tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "nonsense"])
 
 
 def test_register_adds_both_commands():
