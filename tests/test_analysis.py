@@ -4,10 +4,12 @@ the semi-synthetic lookup task (Table 3) and their settings. CPU, one thread."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from torch import nn
 
 from tabrepro.analysis.attention import abd_attention, attention_experiment, block_attention_weights
@@ -16,11 +18,13 @@ from tabrepro.analysis.corruption import corrupt_batch, corruption_experiment, t
 from tabrepro.analysis.deletion import delete_for_row, deletion_experiment, one_sided_wilcoxon
 from tabrepro.analysis.lookup import (knn_baselines, make_batch, run_variant,
                                       synthetic_lookup_data, _fixed_batches)
-from tabrepro.analysis.settings import (DEFAULTS, AnalysisError, AnalysisSettings,
+from tabrepro.analysis.settings import (AnalysisError, AnalysisSettings,
                                         LookupModelSettings, LookupSettings, experiment_digest,
                                         settings_for)
 from tabrepro.npt import NPTConfig, NPTModel, NPTTable, categorical, continuous
 from tabrepro.npt.masking import TEST, TRAIN, VAL
+
+REPO = Path(__file__).resolve().parents[1]
 
 torch.set_num_threads(1)
 
@@ -52,11 +56,13 @@ def make_context(n: int = 48, task: str = "regression", datapoint_attention: str
 
 # --------------------------------------------------------------------------- settings
 def test_settings_defaults_overrides_and_errors():
-    quick = settings_for({}, "quick")
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    quick = settings_for(raw, "quick")
     assert quick is not None and quick.lookup.dataset == "synthetic" and quick.folds == (0,)
-    assert settings_for({}, "paper").lookup.dataset == "protein"
-    assert settings_for({}, "tiny") is None  # no built-in entry: no analysis
-    assert settings_for({"analysis": {"paper": {}}}, "quick") is None  # the file's section wins
+    assert settings_for(raw, "paper").lookup.dataset == "protein"
+    assert settings_for(raw, "tiny") is None  # no entry: no analysis
+    assert settings_for({}, "quick") is None
+    assert settings_for({"analysis": {"paper": {}}}, "quick") is None
     custom = settings_for({"analysis": {"quick": {"deletion": {"max_test_rows": 3}}}}, "quick")
     assert custom.deletion.max_test_rows == 3 and custom.deletion.delta_start == 0.01
     with pytest.raises(AnalysisError, match="max_tset_rows"):
@@ -65,8 +71,8 @@ def test_settings_defaults_overrides_and_errors():
         AnalysisSettings.from_dict({"experiments": ["corruption", "nonsense"]})
     with pytest.raises(AnalysisError, match="variants"):
         AnalysisSettings.from_dict({"lookup": {"variants": ["add_two"]}})
-    base = AnalysisSettings.from_dict(DEFAULTS["quick"])
-    changed = AnalysisSettings.from_dict({**DEFAULTS["quick"], "corruption": {"max_test_rows": 5}})
+    base = AnalysisSettings.from_dict(raw["analysis"]["quick"])
+    changed = AnalysisSettings.from_dict({**raw["analysis"]["quick"], "corruption": {"max_test_rows": 5}})
     assert experiment_digest(base, "corruption", 0) != experiment_digest(changed, "corruption", 0)
     assert experiment_digest(base, "lookup", 0) == experiment_digest(changed, "lookup", 0)
     assert experiment_digest(base, "lookup", 0) != experiment_digest(base, "lookup", 1)

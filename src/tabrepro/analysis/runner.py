@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from tabrepro.analysis.common import NPTContext, load_fold_context, write_json
-from tabrepro.analysis.settings import (DEFAULTS, EXPERIMENTS, FOLD_EXPERIMENTS, LOOKUP_VARIANTS,
+from tabrepro.analysis.settings import (EXPERIMENTS, FOLD_EXPERIMENTS, LOOKUP_VARIANTS,
                                         SYNTHETIC,
                                         AnalysisError, AnalysisSettings, experiment_digest,
                                         settings_for)
@@ -39,8 +39,8 @@ def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings 
     """The active profile's analysis settings (None when it runs no analysis)."""
     settings = settings_for(params.raw, params.profile_name)
     if settings is None and required:
-        # Run by hand under a profile without analysis settings: the quick sizes.
-        settings = AnalysisSettings.from_dict(DEFAULTS["quick"], "analysis.quick (built-in)")
+        # Run by hand under a profile without analysis settings: the fields' defaults.
+        settings = AnalysisSettings()
     return settings
 
 

@@ -1,9 +1,7 @@
 """Sizes and constants of NPT's analysis experiments, per profile (params.yaml `analysis:`).
 
-params.yaml holds one entry per profile under `analysis:`; a profile without an entry runs no
-analysis experiment. Until that section exists, the built-in entries below stand in for the
-`quick` and `paper` profiles, so the code and the file can never silently disagree: the YAML
-snippet in the project's docs is exactly `DEFAULTS`.
+params.yaml holds one entry per profile under `analysis:` (the only place the profiles' sizes
+are written down); a profile without an entry runs no analysis experiment.
 
 Every field has a default; the file only needs to name what differs. Unknown keys are errors
 (a typo would otherwise silently leave a default in place).
@@ -19,7 +17,7 @@ from typing import Any, Self
 
 __all__ = [
     "AnalysisError", "AnalysisSettings", "AttentionSettings", "CorruptionSettings",
-    "DeletionSettings", "LookupModelSettings", "LookupSettings", "DEFAULTS", "EXPERIMENTS",
+    "DeletionSettings", "LookupModelSettings", "LookupSettings", "EXPERIMENTS",
     "FOLD_EXPERIMENTS", "settings_for", "experiment_digest",
 ]
 
@@ -175,43 +173,13 @@ def _check(settings: Any, where: str) -> None:
             raise AnalysisError(f"{where}.{name}: a positive integer or null, got {value!r}")
 
 
-# The built-in profiles. Quick: small enough for two CPU cores in minutes; paper: the paper's
-# sizes where it gives them (lookup on Protein with NPT-Base-like width), all folds and rows.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "quick": {
-        "datasets": "all",
-        "folds": [0],
-        "corruption": {"max_test_rows": 32},
-        "deletion": {"max_test_rows": 6, "max_context_rows": 64, "max_proposals": 200},
-        "attention": {"n_reference_rows": 1, "max_rows": 192},
-        "lookup": {"dataset": SYNTHETIC, "n_train_rows": 4096, "n_test_rows": 256,
-                   "batch_rows": 64, "model": {"steps": 1200}},
-    },
-    "paper": {
-        "datasets": "all",
-        "folds": "all",
-        "corruption": {"max_test_rows": 5000},  # our cap (Higgs has 500k test rows); null = all
-        "deletion": {"max_test_rows": 100, "max_context_rows": None, "max_proposals": None},
-        "attention": {"n_reference_rows": 4, "max_rows": 512},
-        "lookup": {"dataset": "protein", "n_train_rows": None, "n_val_rows": 1024,
-                   "n_test_rows": 4096, "batch_rows": 1024,
-                   "model": {"embed_dim": 64, "n_layers": 8, "n_heads": 8, "lr": 1e-3,
-                             "steps": 50000, "dropout": 0.1, "p_feature": 0.15}},
-    },
-}
-
-
 def settings_for(raw_params: dict[str, Any], profile: str) -> AnalysisSettings | None:
-    """The profile's settings: params.yaml's `analysis.<profile>` if the section exists (None if
-    it lacks the profile), otherwise the built-in entry for `quick`/`paper` (None for others)."""
-    section = raw_params.get("analysis")
-    if section is not None:
-        if not isinstance(section, dict):
-            raise AnalysisError("analysis: expected a mapping of profile -> settings")
-        entry = section.get(profile)
-        return None if entry is None else AnalysisSettings.from_dict(entry, f"analysis.{profile}")
-    entry = DEFAULTS.get(profile)
-    return None if entry is None else AnalysisSettings.from_dict(entry, f"analysis.{profile} (built-in)")
+    """The profile's settings from params.yaml's `analysis.<profile>` (None without an entry)."""
+    section = raw_params.get("analysis") or {}
+    if not isinstance(section, dict):
+        raise AnalysisError("analysis: expected a mapping of profile -> settings")
+    entry = section.get(profile)
+    return None if entry is None else AnalysisSettings.from_dict(entry, f"analysis.{profile}")
 
 
 def experiment_digest(settings: AnalysisSettings, experiment: str, seed: int) -> str:
