@@ -1,5 +1,6 @@
 # tabrepro workflow: fetch -> prepare -> split -> train (dataset x model x fold) -> tables,
-# NPT's analysis experiments -> one HTML report (results/report/index.html).
+# NPT's analysis experiments, BiSHop's feature-sparsity curves -> one HTML report
+# (results/report/index.html).
 #
 #   snakemake --cores 2 all                          quick profile (the default in params.yaml)
 #   snakemake --cores 2 --config profile=paper all   every dataset and model of both papers
@@ -19,6 +20,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/feature_sparsity.smk"
 include: "workflow/rules/report_html.smk"
 
 

@@ -194,7 +194,7 @@ def test_report_cli_errors_name_the_bad_input(workspace, capsys):
         tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "nonsense"])
 
 
-def test_register_adds_both_commands():
+def test_register_adds_the_analysis_sparsity_and_report_commands():
     names = []
 
     def add(name, func, help_text):
@@ -206,7 +206,7 @@ def test_register_adds_both_commands():
         return parser
 
     analysis_cli.register(add)
-    assert names == ["analyse", "report"]
+    assert names == ["analyse", "sparsity", "sparsity-plot", "report"]
 
 
 def test_se_units_and_critical_difference():

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -40,13 +41,24 @@ def tiny_profile(raw: dict, datasets: list[str]) -> None:
         "max_configs": 2,
         "folds": [0, 1],
         "papers": {"npt": {"datasets": datasets, "models": ["knn", "random_forest", "npt"]},
-                   "bishop": {"datasets": [], "models": []}},
-        # Two NPT variants exercise the per-configuration jobs and the selection on validation.
-        "model_overrides": {"npt": {"max_configs": 2, "params": {
-            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 3}}},
+                   "bishop": {"datasets": ["breast_cancer"], "models": ["bishop"]}},
+        # Two NPT variants exercise the per-configuration jobs and the selection on validation;
+        # a tiny BiSHop its protocol (selection, then the winner retrained with 3 seeds).
+        "model_overrides": {
+            "npt": {"max_configs": 2, "params": {
+                "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
+                "checkpoint_every_steps": 3}},
+            "bishop": {"max_configs": 2, "params": {
+                "embed_dim": 8, "patch_size": 4, "n_decoded": 4, "d_model": 16, "n_heads": 2, "ffn_dim": 16,
+                "n_pooling": 5, "n_levels": 2, "merge_factor": 2, "max_epochs": 2, "checkpoint_every_epochs": 1}},
+        },
     }
     raw["profile"] = "tiny"
+    # BiSHop's datasets all need downloads: the test gives its paper the embedded breast cancer set.
+    raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {
+        "source": "breast_cancer", "protocol": "bishop_holdout", "search_space": "bishop_i", "group": "i"}
+    raw["feature_sparsity"]["tiny"] = {"paper": "bishop", "models": ["bishop"], "fractions": [0.0, 0.5],
+                                       "orders": ["random", "most_important"], "importance_trees": 10}
     for space in ("npt_small",):  # keep forests small so the test takes seconds
         raw["search_spaces"][space]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 
@@ -86,6 +98,18 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
         for ext in ("md", "tex", "csv"):
             assert (work / f"results/tables/npt/{name}.{ext}").is_file()
     assert (work / "logs/train/npt/breast_cancer/knn/fold0.log").is_file()
+
+    # BiSHop: two configurations, the winner (chosen on validation) retrained with 3 seeds.
+    bishop = json.loads((work / "results/bishop/breast_cancer/bishop/fold0/metrics.json").read_text())
+    assert bishop["selection"]["n_configs"] == 2 and len(bishop["test_repeats"]) == 3
+    assert bishop["metrics"]["test"]["auroc"] == pytest.approx(np.mean([r["auroc"] for r in bishop["test_repeats"]]))
+    assert "BiSHop" in (work / "results/tables/bishop/fig4_1.md").read_text()
+    # Its feature-sparsity curve, averaged into a plot and shown in the report.
+    curve = json.loads((work / "results/feature_sparsity/bishop/breast_cancer/bishop/fold0.json").read_text())
+    assert curve["selected_config"] == bishop["selected_config"] and len(curve["points"]) == 4
+    assert (work / "results/feature_sparsity/bishop/curves.png").read_bytes()[:4] == b"\x89PNG"
+    report = (work / "results/report/index.html").read_text()
+    assert "Feature sparsity (BiSHop Fig. 4.1, right)" in report and "feature_sparsity.png" in report
 
     # Nothing left to do; then one target rerun on its own.
     assert "Nothing to be done" in snakemake(work, "-n", "all").stdout + snakemake(work, "-n", "all").stderr

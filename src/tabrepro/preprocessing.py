@@ -123,6 +123,11 @@ class Preprocessor:
                 for b in self._fitted_blocks()]
 
     @property
+    def feature_names(self) -> list[str]:
+        """Input feature names, in the order of `feature_groups`."""
+        return [block.name for block in self._fitted_blocks()]
+
+    @property
     def feature_names_out(self) -> list[str]:
         """Output column names: `col` for continuous, `col=level` and `col=<missing>` for one-hot."""
         names: list[str] = []

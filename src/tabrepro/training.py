@@ -48,6 +48,7 @@ class FoldData:
     split_file: Path
     feature_groups: tuple[tuple[str, int], ...]
     n_classes: int | None
+    feature_names: tuple[str, ...] = ()  # one per entry of feature_groups
 
     def context(self, work_dir: Path | None = None) -> FitContext:
         """What models beyond (X, y) may use: layout, test features (never labels), state dir."""
@@ -66,7 +67,7 @@ def load_fold(params: Params, job: Job) -> FoldData:
     target = TargetEncoder().fit(table.frame, schema, split.train)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
     return FoldData(schema.task, features.transform(table.frame), target.transform(table.frame), target,
-                    split, split_file, tuple(features.feature_groups), n_classes)
+                    split, split_file, tuple(features.feature_groups), n_classes, tuple(features.feature_names))
 
 
 def job_configs(params: Params, job: Job, task: str) -> list[dict]:
@@ -76,12 +77,13 @@ def job_configs(params: Params, job: Job, task: str) -> list[dict]:
     return sample_configs(space, task, params.n_configs(job.paper, job.dataset, job.model), search_seed)
 
 
-def _outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
+def model_outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
     """Class probabilities, or regression predictions on the standardised scale."""
     return model.predict(X) if task == "regression" else model.predict_proba(X)
 
 
-def _metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
+def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
+    """Every metric of `task` for `model_outputs`; regression is scored in the target's units."""
     if task == "regression":
         return compute_metrics(task, target.inverse_transform(y_encoded),
                                y_pred=target.inverse_transform(outputs))
@@ -131,12 +133,12 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
     for i, config in enumerate(tqdm(configs, desc=label, unit="config", disable=not progress)):
         model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
-        metrics = _metrics(data.task, _outputs(model, data.task, data.X[va]), data.y[va], data.target)
+        metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[va]), data.y[va], data.target)
         fitted.append(model)
         val_metrics.append(metrics)
         val_scores.append(metrics[selection_metric])
     best = select_best(val_scores, selection_metric)
-    test_runs = [_metrics(data.task, _outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)]
+    test_runs = [outputs_metrics(data.task, model_outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     return {
         **_record(params, job, data, started),
@@ -159,7 +161,7 @@ def _repeat_runs(params: Params, job: Job, data: FoldData, best: int, config: di
         state = None if work_dir is None else work_dir / f"repeat{repeat}"
         model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
         te = data.split.test
-        runs.append(_metrics(data.task, _outputs(model, data.task, data.X[te]), data.y[te], data.target))
+        runs.append(outputs_metrics(data.task, model_outputs(model, data.task, data.X[te]), data.y[te], data.target))
     return runs
 
 
@@ -197,8 +199,8 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     state = _state_dir(out_dir, params, data, config)
     model = _fit_config(params, job, data, config_index, config, n_jobs=n_jobs, work_dir=state)
     va, te = data.split.val, data.split.test
-    val_outputs = _outputs(model, data.task, data.X[va])
-    test_outputs = _outputs(model, data.task, data.X[te])
+    val_outputs = model_outputs(model, data.task, data.X[va])
+    test_outputs = model_outputs(model, data.task, data.X[te])
     buffer = io.BytesIO()
     np.savez(buffer, val=val_outputs, test=test_outputs)
     atomic_write_bytes(out_dir / PREDICTIONS_FILE, buffer.getvalue())
@@ -209,7 +211,7 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
         "config_index": config_index,
         "variant": variants[config_index] if variants else None,
         "config": config,
-        "metrics": {"val": _metrics(data.task, val_outputs, data.y[va], data.target)},
+        "metrics": {"val": outputs_metrics(data.task, val_outputs, data.y[va], data.target)},
         "fit_info": model.fit_info_,
         "weights": WEIGHTS_FILE if has_weights else None,
     }
@@ -254,7 +256,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
         test_outputs = stored["test"]
     te = data.split.test
-    test_runs = [_metrics(data.task, test_outputs, data.y[te], data.target)]
+    test_runs = [outputs_metrics(data.task, test_outputs, data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, results[best]["config"], n_jobs=n_jobs,
                               work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]))
     out_path = Path(out_path)

@@ -9,6 +9,7 @@ rule report_html:
         tables=all_tables(),
         results=[path for paper in SELECTED_PAPERS for path in paper_results(paper)],
         analysis=_analysis_plan(PARAMS),
+        sparsity=sparsity_targets(),
     output:
         f"{RESULTS}/report/index.html",
     params:

@@ -25,7 +25,7 @@ __all__ = [
     "save", "bar_chart_by_dataset", "paper_vs_ours_scatter", "mean_rank_plot",
     "critical_difference", "critical_difference_diagram", "corruption_chart",
     "deletion_histogram", "attention_grid", "lookup_rmse_bars", "knn_curves",
-    "intervention_plot", "cost_chart",
+    "intervention_plot", "cost_chart", "sparsity_curves",
 ]
 
 OURS = "#1f77b4"
@@ -403,4 +403,44 @@ def intervention_plot(variants: Mapping[str, Mapping[str, Any]], path: Path, add
     for axis in axes[len(variants):]:
         axis.set_visible(False)
     figure.suptitle("Interventions: the prediction follows the duplicate", fontsize=10, y=1.04)
+    return save(figure, path)
+
+
+def sparsity_curves(rows: Sequence[Mapping[str, Any]], path: Path, metric: str,
+                    orders: Sequence[tuple[str, str]], title: str) -> Path:
+    """BiSHop Fig. 4.1 (right): mean test metric against the % of features removed, one panel
+    per removal order, one line per model (band: ± SE over datasets where there are several).
+
+    rows: dicts with model, label, order, fraction, mean, se.
+    """
+    figure, axes = _grid(len(orders), 3, 3.8, 3.1)
+    scale = 100.0 if metric == "auroc" else 1.0
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    colours = matplotlib.colormaps["tab10"]
+    values = scale * np.array([_num(r["mean"]) for r in rows])
+    values = values[np.isfinite(values)]
+    for axis, (order, label) in zip(axes, orders):
+        for index, model in enumerate(models):
+            chosen = sorted((r for r in rows if r["model"] == model and r["order"] == order),
+                            key=lambda r: r["fraction"])
+            if not chosen:
+                continue
+            x = np.array([100 * r["fraction"] for r in chosen])
+            y = scale * np.array([_num(r["mean"]) for r in chosen])
+            se = scale * np.nan_to_num(np.array([_num(r.get("se")) for r in chosen]))
+            axis.plot(x, y, "o-", markersize=3, color=colours(index), label=chosen[0].get("label", model))
+            if se.any():
+                axis.fill_between(x, y - se, y + se, color=colours(index), alpha=0.15, linewidth=0)
+        axis.set_title(f"removed: {label}", fontsize=9)
+        axis.set_xlabel("features removed (%)")
+        axis.set_ylabel("test AUC (%)" if metric == "auroc" else f"test {metric}")
+        if values.size:  # one scale for every panel, so the orders compare at a glance
+            pad = 0.08 * (values.max() - values.min()) + 1e-6
+            axis.set_ylim(values.min() - pad, values.max() + pad)
+        axis.grid(alpha=0.3)
+    if orders and models:
+        axes[0].legend(fontsize=7)
+    for axis in axes[len(orders):]:
+        axis.set_visible(False)
+    figure.suptitle(title, fontsize=10, y=1.03)
     return save(figure, path)

@@ -1,0 +1,65 @@
+# BiSHop's feature-sparsity curves (Fig. 4.1 right): per dataset x model x fold, retrain the main
+# run's selected configuration on fewer and fewer features; then average into one plot. The
+# profile's params.yaml `feature_sparsity` entry says what runs (none without one).
+
+from tabrepro.analysis.feature_sparsity import (curve_files, plan_jobs, result_path,
+                                                sparsity_settings)
+
+SPARSITY = sparsity_settings(PARAMS)
+SPARSITY_JOBS = plan_jobs(PARAMS, SPARSITY)
+
+
+def sparsity_targets():
+    """The averaged curves of the active profile (empty if it runs none)."""
+    if SPARSITY is None:
+        return []
+    files = curve_files(PARAMS, SPARSITY.paper)
+    return [str(files["png"]), str(files["csv"])]
+
+
+def sparsity_main_run(wildcards):
+    job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
+    source = PARAMS.source_of(job.paper, job.dataset)
+    return {
+        "metrics": str(PARAMS.job_dir(job) / "metrics.json"),
+        "table": f"{DATA}/processed/{source}/table.parquet",
+        "splits": f"{DATA}/splits/{job.paper}/{job.dataset}/splits.json",
+    }
+
+
+rule feature_sparsity:
+    input:
+        unpack(sparsity_main_run),
+    output:
+        f"{RESULTS}/feature_sparsity/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}.json",
+    params:
+        digest=lambda wildcards: SPARSITY.digest(PARAMS.seed) if SPARSITY else "",
+    log:
+        f"{LOGS}/feature_sparsity/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}.log",
+    wildcard_constraints:
+        paper=r"[^/]+",
+        dataset=r"[^/]+",
+        model=r"[^/]+",
+        fold=r"\d+",
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, attempt: 4000 * attempt,
+        runtime=lambda wildcards, attempt: 720 * attempt,
+        gpu=gpus,
+    shell:
+        "{CLI} sparsity {wildcards.paper} {wildcards.dataset} {wildcards.model}"
+        " --fold {wildcards.fold} --metrics {input.metrics} --output {output}"
+        " --threads {threads} > {log} 2>&1"
+
+
+rule feature_sparsity_plot:
+    input:
+        [str(result_path(PARAMS, job)) for job in SPARSITY_JOBS],
+    output:
+        png=f"{RESULTS}/feature_sparsity/{{paper}}/curves.png",
+        csv=f"{RESULTS}/feature_sparsity/{{paper}}/curves.csv",
+        summary=f"{RESULTS}/feature_sparsity/{{paper}}/summary.json",
+    log:
+        f"{LOGS}/feature_sparsity/{{paper}}/plot.log",
+    shell:
+        "{CLI} sparsity-plot {wildcards.paper} > {log} 2>&1"
