@@ -20,7 +20,7 @@ import yaml
 
 from tabrepro.analysis import cli as analysis_cli
 from tabrepro.cli import main as tabrepro_main
-from tabrepro.analysis.settings import DEFAULTS
+from tabrepro.config import Job
 from tabrepro.reporting.figures import critical_difference
 from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
 
@@ -75,7 +75,8 @@ def _fake_npt_fold(params, fold: int) -> None:
         "metrics": {"test": {"auroc": 0.99, "auc_pct": 99.0, "accuracy_pct": 95.0, "nll": 0.12},
                     "val": {}},
         "selected_config": selected, "wall_time_s": 120.0 + fold, "peak_memory_mb": 900.0,
-        "peak_gpu_memory_mb": 300.0, "provenance": provenance(), "profile": PROFILE})
+        "peak_gpu_memory_mb": 300.0, "provenance": provenance(), "profile": PROFILE,
+        "params_digest": params.job_digest(Job("npt", "breast_cancer", "npt", fold))})
 
 
 def _fake_baseline(params, model: str, fold: int, auroc: float) -> None:
@@ -87,7 +88,7 @@ def _fake_baseline(params, model: str, fold: int, auroc: float) -> None:
         "metrics": {"test": {"auroc": auroc, "auc_pct": 100 * auroc, "accuracy_pct": 100 * auroc - 3,
                              "nll": 1.1 - auroc}, "val": {}},
         "wall_time_s": 1.5 + fold, "peak_memory_mb": 400.0, "provenance": provenance(),
-        "profile": PROFILE})
+        "profile": PROFILE, "params_digest": params.job_digest(Job("npt", "breast_cancer", model, fold))})
 
 
 @pytest.fixture(scope="module")
@@ -108,12 +109,11 @@ def workspace(tmp_path_factory):
         "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "random_forest", "npt"]},
                    "bishop": {"datasets": [], "models": []}}}
     raw["profile"] = PROFILE
-    raw.pop("analysis", None)  # the built-in entry below stands in for the profile's section
+    raw["analysis"] = {PROFILE: SMALL_ANALYSIS}
     params_file = root / "params.yaml"
     params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TABREPRO_DATA_DIR", raising=False)
-        patch.setitem(DEFAULTS, PROFILE, SMALL_ANALYSIS)
         assert _cli("--params", str(params_file), "-q", "prepare", "breast_cancer") == 0
         assert _cli("--params", str(params_file), "-q", "split", "npt", "breast_cancer") == 0
         params = Params.from_file(params_file)
@@ -192,6 +192,21 @@ def test_report_cli_errors_name_the_bad_input(workspace, capsys):
     assert "--fold" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "nonsense"])
+
+
+def test_tables_and_report_refuse_results_written_under_other_parameters(workspace, tmp_path, capsys):
+    raw = yaml.safe_load(workspace["params"].read_text())
+    raw["seed"] = 1  # every job's digest changes; the stored metrics.json are now stale
+    edited = tmp_path / "params.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    table = workspace["root"] / "results/tables/npt/table10.md"
+    before = table.read_bytes()
+    assert tabrepro_main(["--params", str(edited), "-q", "tables", "npt"]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.json: written under other parameters" in err and "fold0" in err
+    assert table.read_bytes() == before
+    assert tabrepro_main(["--params", str(edited), "report", "--output-dir", str(tmp_path / "report")]) == 2
+    assert "written under other parameters" in capsys.readouterr().err
 
 
 def test_register_adds_the_analysis_sparsity_and_report_commands():

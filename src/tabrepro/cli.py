@@ -153,10 +153,10 @@ def cmd_select(args: argparse.Namespace) -> None:
 
 
 def cmd_tables(args: argparse.Namespace) -> None:
-    from tabrepro.reporting.tables import build_tables, collect_results
+    from tabrepro.reporting.tables import build_tables, collect_current_results
 
     params = _params(args)
-    results = collect_results(params.results_dir, args.paper)
+    results = collect_current_results(params, args.paper)
     written = build_tables(results, args.paper, params.paper(args.paper), params.tables_dir(args.paper),
                            datasets_filter=params.selected_datasets(args.paper))
     for path in written:

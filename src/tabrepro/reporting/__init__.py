@@ -10,6 +10,7 @@ from tabrepro.reporting.reference import (
 from tabrepro.reporting.tables import (
     ResultsError,
     build_tables,
+    collect_current_results,
     collect_results,
     summarize_folds,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "PaperValue",
     "ResultsError",
     "build_tables",
+    "collect_current_results",
     "collect_results",
     "load_reference",
     "lookup",

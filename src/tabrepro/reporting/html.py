@@ -36,7 +36,7 @@ import pandas as pd
 
 from tabrepro.analysis.settings import LOOKUP_VARIANTS
 from tabrepro.reporting import figures
-from tabrepro.reporting.tables import (DASH, ResultsError, collect_results, decimals_for,
+from tabrepro.reporting.tables import (DASH, ResultsError, collect_current_results, decimals_for,
                                        fold_frame, format_value, rank_methods, summarize_folds)
 
 __all__ = ["ReportError", "build_report", "se_units", "find_chromium", "screenshot",
@@ -204,12 +204,9 @@ def _write_index(page: _Page, params: Any) -> None:
 # ---------------------------------------------------------------------------- paper results
 def _selected_results(params: Any, paper: str) -> list[dict[str, Any]]:
     try:
-        results = collect_results(params.results_dir, paper)
+        return collect_current_results(params, paper)
     except ResultsError as error:
         raise ReportError(str(error)) from None
-    datasets = set(params.selected_datasets(paper))
-    models = set(params.selected_models(paper))
-    return [r for r in results if r["dataset"] in datasets and r["model"] in models]
 
 
 def _paper_sections(page: _Page, params: Any, paper: str) -> list[dict[str, Any]]:

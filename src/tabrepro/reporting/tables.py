@@ -61,6 +61,29 @@ def collect_results(results_dir: Path, paper: str) -> list[dict[str, Any]]:
     return [_read_result(path, paper) for path in sorted(root.glob(f"*/*/fold*/{RESULT_FILE}"))]
 
 
+def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
+    """The metrics.json of the active profile's jobs for `paper` (tabrepro.config.Params).
+
+    Files of jobs outside the profile are left out. A job's file written under other parameters
+    (its params_digest differs from params.yaml's, e.g. restored by `dvc pull` without a rerun)
+    raises ResultsError naming it: a table must never mix settings silently.
+    """
+    root = Path(params.results_dir)
+    results = []
+    for job in params.jobs([paper]):
+        path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / RESULT_FILE
+        if not path.is_file():
+            continue
+        result = _read_result(path, paper)
+        expected = params.job_digest(job)
+        if result.get("params_digest") != expected:
+            raise ResultsError(f"{path}: written under other parameters (params_digest "
+                               f"{result.get('params_digest')!r}, params.yaml gives {expected!r}); "
+                               f"rerun that job (snakemake reruns it)")
+        results.append(result)
+    return results
+
+
 def _read_result(path: Path, paper: str) -> dict[str, Any]:
     try:
         result = json.loads(path.read_text(encoding="utf-8"))
