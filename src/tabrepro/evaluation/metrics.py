@@ -5,6 +5,9 @@ Direction matters for selection and ranking: True means higher is better.
 `compute_metrics` turns one model's test predictions into the papers' numbers. Regression inputs
 must already be in the original target units (the papers report RMSE/MSE there), classification
 inputs are class indices and an (n, n_classes) probability matrix.
+
+scikit-learn is imported when a metric is computed: every CLI call and the Snakefile import the
+names above, and most of them never score anything.
 """
 
 from __future__ import annotations
@@ -12,13 +15,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    log_loss,
-    mean_squared_error,
-    r2_score,
-    roc_auc_score,
-)
 
 __all__ = ["HIGHER_IS_BETTER", "NLL_CLIP", "PROBA_SUM_TOLERANCE", "compute_metrics", "is_better"]
 
@@ -70,6 +66,8 @@ def compute_metrics(
 def _classification_metrics(
     task: str, y_true: np.ndarray, proba: np.ndarray | None, y_pred: np.ndarray | None
 ) -> dict[str, float]:
+    from sklearn import metrics as skm
+
     if proba is None:
         raise ValueError(f"{task} metrics need `proba` (an (n, n_classes) probability matrix)")
     labels_true = np.asarray(y_true)
@@ -102,19 +100,19 @@ def _classification_metrics(
 
     all_labels = np.arange(n_classes)
     results: dict[str, float] = {
-        "accuracy_pct": 100.0 * float(accuracy_score(labels_true, predicted)),
+        "accuracy_pct": 100.0 * float(skm.accuracy_score(labels_true, predicted)),
         "nll": float(
-            log_loss(labels_true, np.clip(probabilities, NLL_CLIP, 1.0), labels=all_labels)
+            skm.log_loss(labels_true, np.clip(probabilities, NLL_CLIP, 1.0), labels=all_labels)
         ),
     }
     present = np.unique(labels_true)
     if task == "binary" and present.size == 2:
-        auroc = float(roc_auc_score(labels_true, probabilities[:, 1]))
+        auroc = float(skm.roc_auc_score(labels_true, probabilities[:, 1]))
         results["auroc"] = auroc
         results["auc_pct"] = 100.0 * auroc
     elif task == "multiclass" and present.size == n_classes:
         results["auroc"] = float(
-            roc_auc_score(
+            skm.roc_auc_score(
                 labels_true, probabilities, multi_class="ovr", average="macro", labels=all_labels
             )
         )
@@ -122,6 +120,8 @@ def _classification_metrics(
 
 
 def _regression_metrics(y_true: np.ndarray, y_pred: np.ndarray | None) -> dict[str, float]:
+    from sklearn import metrics as skm
+
     if y_pred is None:
         raise ValueError("regression metrics need `y_pred` (predictions in original units)")
     truth = np.asarray(y_true, dtype=np.float64)
@@ -130,9 +130,9 @@ def _regression_metrics(y_true: np.ndarray, y_pred: np.ndarray | None) -> dict[s
         raise ValueError(f"y_pred has shape {predicted.shape}, expected {truth.shape}")
     if not (np.isfinite(truth).all() and np.isfinite(predicted).all()):
         raise ValueError("regression targets or predictions contain non-finite values")
-    mse = float(mean_squared_error(truth, predicted))
+    mse = float(skm.mean_squared_error(truth, predicted))
     return {
         "rmse": float(np.sqrt(mse)),
         "mse": mse,
-        "r2_pct": 100.0 * float(r2_score(truth, predicted)),
+        "r2_pct": 100.0 * float(skm.r2_score(truth, predicted)),
     }

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
-
 from tabrepro.models.base import EstimatorModel
 
 
@@ -18,6 +16,8 @@ class GradientBoostingModel(EstimatorModel):
     name = "gradient_boosting"
 
     def _estimator_classes(self) -> tuple[type, type]:
+        from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+
         return GradientBoostingClassifier, GradientBoostingRegressor
 
     def _owned_kwargs(self) -> dict[str, Any]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
-
 from tabrepro.models.base import EstimatorModel
 
 
@@ -19,6 +17,8 @@ class KNNModel(EstimatorModel):
     name = "knn"
 
     def _estimator_classes(self) -> tuple[type, type]:
+        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
         return KNeighborsClassifier, KNeighborsRegressor
 
     def _owned_kwargs(self) -> dict[str, Any]:

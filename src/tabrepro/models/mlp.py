@@ -28,13 +28,15 @@ loss).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.models.base import EarlyStopper, EstimatorModel, Task
+
+if TYPE_CHECKING:
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
 
 DEFAULT_MAX_EPOCHS = 200
 DEFAULT_PATIENCE = 20
@@ -108,6 +110,8 @@ class MLPModel(EstimatorModel):
         self.fit_info_.update(stopper.info(X_val is not None))
 
     def _estimator_classes(self) -> tuple[type, type]:
+        from sklearn.neural_network import MLPClassifier, MLPRegressor
+
         return MLPClassifier, MLPRegressor
 
     def _owned_kwargs(self) -> dict[str, Any]:
@@ -140,7 +144,7 @@ class MLPModel(EstimatorModel):
         """Validation target loss when there is a validation split, else the training loss."""
         if X_val is None or y_val is None:
             return float(estimator.loss_)
-        if isinstance(estimator, MLPClassifier):
+        if hasattr(estimator, "predict_proba"):  # MLPClassifier
             proba = estimator.predict_proba(X_val)
             picked = np.clip(proba[np.arange(y_val.size), y_val], NLL_CLIP, 1.0)
             return float(-np.mean(np.log(picked)))

@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
-
 from tabrepro.models.base import EstimatorModel
 
 
@@ -25,6 +23,8 @@ class RandomForestModel(EstimatorModel):
     name = "random_forest"
 
     def _estimator_classes(self) -> tuple[type, type]:
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
         return RandomForestClassifier, RandomForestRegressor
 
     def _owned_kwargs(self) -> dict[str, Any]:
