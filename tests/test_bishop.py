@@ -236,6 +236,94 @@ def test_rows_are_independent_and_eval_decoder_sharing_is_exact():
     torch.testing.assert_close(together, per_row, rtol=1e-5, atol=1e-6)
 
 
+
+def _per_row_decode(model: BiSHopModel, encoded: list[torch.Tensor]) -> torch.Tensor:
+    """The straightforward decoder: E_pos expanded over the batch, every level per row."""
+    batch = encoded[0].shape[0]
+    memories = encoded if model.config.decoder_input_level else encoded[1:]
+    y = model.pos_decoder.unsqueeze(0).expand(batch, -1, -1, -1)
+    total = None
+    for layer, memory in zip(model.decoder, memories):
+        y, contribution = layer(y, memory)
+        total = contribution if total is None else total + contribution
+    return total.flatten(-2)
+
+
+def _train_outputs_and_grads(model: BiSHopModel, data: TabularTensors):
+    model.zero_grad(set_to_none=True)
+    model.dropout_generator = torch.Generator().manual_seed(7)
+    out = model(data.x_cat, data.x_num)
+    (out.square().sum() + out.sum()).backward()
+    return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                          if p.grad is not None}
+
+
+@pytest.mark.parametrize("overrides", [{}, {"block": "mlp"}, {"n_decoded": 4}],
+                         ids=["bishop", "mlp-block", "one-decoder-patch"])
+def test_shared_decoder_input_fast_path_matches_per_row_computation(overrides, monkeypatch):
+    """Training with per-row dropout: the decoder's first level computes its batch-independent
+    part once (rows=batch) and the fused residual dropout (addcmul). Pinned against the plain
+    per-row computation with the same dropout masks: same outputs and gradients."""
+    data = toy_data(12)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        model = BiSHopModel(tiny(**overrides), (3,), 3, 2)
+    model.fit_encoding(data.x_cat, data.x_num)
+    model.train()
+    fast_out, fast_grads = _train_outputs_and_grads(model, data)
+    monkeypatch.setattr(model, "decode", lambda encoded: _per_row_decode(model, encoded))
+    slow_out, slow_grads = _train_outputs_and_grads(model, data)
+    torch.testing.assert_close(fast_out, slow_out, rtol=1e-5, atol=1e-6)
+    assert fast_grads.keys() == slow_grads.keys()
+    for name, grad in fast_grads.items():
+        torch.testing.assert_close(grad, slow_grads[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_fused_residual_dropout_matches_plain_dropout():
+    from tabrepro.bishop.model import add_dropped
+    from tabrepro.npt.model import DropoutSource, dropout
+
+    x = torch.randn(4, 5, 3, 8, requires_grad=True)
+    branch = torch.randn(4, 5, 3, 8, requires_grad=True)
+    source = DropoutSource()
+    results = []
+    for fused in (True, False):
+        source.generator = torch.Generator().manual_seed(0)
+        out = (add_dropped(x, branch, 0.2, True, source) if fused
+               else x + dropout(branch, 0.2, True, source))
+        gx, gb = torch.autograd.grad(out.square().sum(), (x, branch))
+        results.append((out, gx, gb))
+    for fused, plain in zip(*results):
+        torch.testing.assert_close(fused, plain)
+    assert torch.equal(add_dropped(x, branch, 0.2, False, source), x + branch)
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 1e3], ids=["clipping", "not-clipping"])
+def test_clipping_folded_into_fused_adam_matches_clip_grad_norm(max_norm):
+    """BiSHopTrainer._clipped_step (skip at factor 1, grad_scale in fused Adam otherwise) gives
+    the update of clip_grad_norm_ followed by the step."""
+    data = toy_data(32)
+    trainer = BiSHopTrainer(tiny(grad_clip_norm=max_norm, lr=1e-2), "classification",
+                            cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer.prepare(data)
+    model, optimizer = trainer.model, trainer.optimizer
+    reference = {k: v.clone() for k, v in model.state_dict().items()}
+    reference_model = BiSHopModel(trainer.config, (3,), 3, 2)
+    reference_model.load_state_dict(reference)
+    reference_optimizer = torch.optim.Adam(reference_model.parameters(), lr=1e-2, fused=True)
+    for m, opt in ((model, None), (reference_model, reference_optimizer)):
+        m.eval()  # no dropout: both see the same gradients
+        trainer.loss(m(data.x_cat, data.x_num), data.y).backward()
+        if opt is None:
+            trainer._clipped_step()
+        else:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), max_norm)
+            opt.step()
+    assert not hasattr(optimizer, "grad_scale")
+    for (name, a), b in zip(model.named_parameters(), reference_model.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7, msg=name)
+        assert not torch.equal(a, reference[name]) or a.grad is None or not a.grad.any()
+
 ABLATIONS = [
     {"categorical_encoding": "onehot"},
     {"numerical_encoding": "raw"},
