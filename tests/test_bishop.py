@@ -493,6 +493,14 @@ def test_resume_refuses_a_different_config_or_data(tmp_path: Path):
                       n_classes=2, checkpoint_dir=tmp_path).fit(val, train)
 
 
+def test_config_dict_round_trip_and_unknown_fields():
+    config = tiny(head_hidden=(2.0, 1.0))
+    assert BiSHopConfig.from_dict(config.to_dict()) == config
+    assert config.replace(lr=0.5).lr == 0.5 and config.lr != 0.5
+    with pytest.raises(ValueError, match=r"unknown BiSHopConfig field\(s\): bogus, other"):
+        BiSHopConfig.from_dict({**config.to_dict(), "other": 1, "bogus": 2})
+
+
 def test_early_stopping_stops_and_keeps_the_best_epoch():
     data = toy_data(90)
     train, val, _ = split(data, 60, 30)

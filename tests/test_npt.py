@@ -437,6 +437,36 @@ def test_kill_and_resume_reaches_identical_weights(tmp_path: Path, batch_size, k
         NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(make_table(60, seed=1))
 
 
+def test_config_dict_round_trip_and_unknown_fields():
+    config = NPTConfig(**TINY)
+    assert NPTConfig.from_dict(config.to_dict()) == config
+    assert config.replace(lr=0.5).lr == 0.5 and config.lr != 0.5
+    with pytest.raises(ValueError, match=r"unknown NPTConfig field\(s\): bogus"):
+        NPTConfig.from_dict({**config.to_dict(), "bogus": 1})
+
+
+def test_resume_refuses_an_unknown_checkpoint_format(tmp_path: Path):
+    table = make_table(40)
+    config = NPTConfig(**{**TINY, "max_steps": 2})
+    NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
+    state = torch.load(tmp_path / STATE_FILE, weights_only=True)
+    torch.save({**state, "format": 99}, tmp_path / STATE_FILE)
+    with pytest.raises(ValueError, match="unknown checkpoint format 99"):
+        NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
+
+
+@pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"),
+                    reason="no oneDNN linear op in this build")
+def test_flop_counter_counts_the_onednn_linear():
+    from tabrepro.npt.model import Linear
+    from tabrepro.torch_utils import flop_counter
+
+    layer = Linear(16, 8, onednn=True)
+    with flop_counter() as counter:
+        layer(torch.randn(4, 16))
+    assert counter.get_total_flops() == 2 * 4 * 16 * 8
+
+
 def test_model_selection_keeps_best_validation_weights():
     table = make_table(60)
     trainer = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=10, lr=3e-3))

@@ -14,7 +14,8 @@ Figures per case (each in a fresh subprocess, so that one case cannot mask anoth
 * samples/s (CPU time): the same from the process's CPU time per step divided by the thread
   count: an estimate of the wall figure on dedicated cores (exact for one thread; for several it
   assumes perfect overlap, and spinning OpenMP threads inflate the CPU time);
-* GFLOP per sample (forward + backward, matrix products only, FlopCounterMode);
+* GFLOP per sample (forward + backward, matrix products only, FlopCounterMode with the oneDNN
+  linear op registered: `tabrepro.torch_utils.flop_counter`);
 * peak memory: growth of the peak resident set over the case (CPU) or the CUDA allocator's peak.
 CUDA is measured when available (`--device auto`).
 
@@ -27,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import multiprocessing
 import os
 import resource
 import statistics
@@ -37,10 +36,10 @@ import time
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
+from tabrepro.torch_utils import PeakMemory, flop_counter, run_in_subprocess, synchronize
 
 __all__ = ["load_data", "run_case", "main"]
 
@@ -62,23 +61,6 @@ def load_data() -> tuple[TabularTensors, TabularTensors]:
             TabularTensors(empty[n_train:], x[n_train:], t[n_train:]))
 
 
-def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None,
-                            **kwargs: Any) -> int:
-    return 2 * math.prod(out_shape) * int(w_shape[-1])
-
-
-def _flop_counter() -> FlopCounterMode:
-    mapping = {}
-    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        mapping[torch.ops.mkldnn._linear_pointwise] = _linear_pointwise_flops
-    return FlopCounterMode(display=False, custom_mapping=mapping)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, warmup: int = 2,
              batch_size: int = 32, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Time `steps` training steps after `warmup` steps; returns the figures."""
@@ -87,13 +69,12 @@ def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, w
     train, val = load_data()
     config = BiSHopConfig(device=device, batch_size=batch_size,  # type: ignore[arg-type]
                           **(overrides or {}))
-    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    memory = PeakMemory()
     trainer = BiSHopTrainer(config, "classification", n_numerical=train.x_num.shape[1],
                             n_classes=2)
     trainer.prepare(train, val)
     dev = trainer.device
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)
+    memory.reset_device_peak(dev)
     batches = trainer._epoch_batches(0)
     full = [b for b in batches if b.numel() == batch_size]
 
@@ -102,24 +83,18 @@ def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, w
 
     for i in range(warmup):
         trainer.train_step(batch(i))
-    with _flop_counter() as counter:
+    with flop_counter() as counter:
         trainer.train_step(batch(warmup))
     flops = counter.get_total_flops()
     wall, cpu = [], []
     for i in range(steps):
-        _sync(dev)
+        synchronize(dev)
         start_wall, start_cpu = time.perf_counter(), time.process_time()
         trainer.train_step(batch(warmup + 1 + i))
-        _sync(dev)
+        synchronize(dev)
         wall.append(time.perf_counter() - start_wall)
         cpu.append(time.process_time() - start_cpu)
-    if dev.type == "cuda":
-        peak_bytes = torch.cuda.max_memory_allocated(dev)
-        memory_kind = "CUDA allocator peak"
-    else:
-        rss_after_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        peak_bytes = (rss_after_kib - rss_before_kib) * 1024
-        memory_kind = "peak RSS growth"
+    peak_bytes, memory_kind = memory.measure(dev)
     n_threads = torch.get_num_threads()
     wall_step = statistics.median(wall)
     cpu_step = statistics.median(cpu) / (n_threads if dev.type == "cpu" else 1)
@@ -135,12 +110,6 @@ def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, w
         "peak_memory_mib": peak_bytes / 2**20, "memory_kind": memory_kind,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
-
-
-def _run_in_subprocess(kwargs: dict[str, Any]) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        return pool.apply(run_case, (), kwargs)
 
 
 def _format(r: dict[str, Any]) -> str:
@@ -192,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         kwargs = {**case, "steps": args.steps, "warmup": args.warmup,
                   "batch_size": args.batch_size, "overrides": overrides}
-        result = run_case(**kwargs) if args.in_process else _run_in_subprocess(kwargs)
+        result = run_case(**kwargs) if args.in_process else run_in_subprocess(run_case, **kwargs)
         print(_format(result), flush=True)
     return 0
 

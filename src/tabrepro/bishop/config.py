@@ -22,20 +22,22 @@ Table 4.2 / 4.3 ablations are switches here: `categorical_encoding="onehot"`,
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Literal
+
+from tabrepro.npt.config import ConfigDictMixin
 
 __all__ = ["BiSHopConfig", "RESUME_NEUTRAL_FIELDS"]
 
 
 @dataclass
-class BiSHopConfig:
+class BiSHopConfig(ConfigDictMixin):
     """Everything that determines a BiSHop training run.
 
     Equal configs, equal data and equal thread counts give bit-identical CPU results; the config
-    is stored in every checkpoint and checked on resume.
+    is stored in every checkpoint and checked on resume (to_dict / from_dict / replace come from
+    ConfigDictMixin).
     """
 
     # ---------------------------------------------------------------- embedding (§3.1)
@@ -188,21 +190,6 @@ class BiSHopConfig:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-
-    # ---------------------------------------------------------------- serialisation
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Self:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown BiSHopConfig field(s): {', '.join(unknown)}")
-        return cls(**values)
-
-    def replace(self, **changes: Any) -> Self:
-        return dataclasses.replace(self, **changes)
 
 
 # Fields that change neither the computation nor its result: a checkpoint written under one value

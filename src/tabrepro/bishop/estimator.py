@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Self
+from typing import Self
 
 import numpy as np
 import torch
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.trainer import BiSHopTrainer, FitResult, TabularTensors
-from tabrepro.npt.estimator import decode_features
+from tabrepro.npt.estimator import ColumnGroup, TaskEstimator, decode_features
 
 __all__ = ["BiSHopEstimator", "split_features"]
-
-ColumnGroup = tuple[str, int]
 
 
 def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]
@@ -42,31 +40,14 @@ def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]
     return x_cat, x_num, cardinalities
 
 
-class BiSHopEstimator:
-    """fit / predict / predict_proba / save_weights around BiSHopTrainer.
+class BiSHopEstimator(TaskEstimator):
+    """fit / predict / predict_proba / save_weights around BiSHopTrainer (see TaskEstimator for
+    `task`; the constructor is TaskEstimator's, with config a BiSHopConfig)."""
 
-    task: "classification" (targets are class indices 0..n_classes-1) or "regression" (targets
-    are standardised floats; predictions come back on the same scale).
-    """
-
-    def __init__(self, task: Literal["classification", "regression"],
-                 config: BiSHopConfig | None = None, *, n_classes: int | None = None,
-                 checkpoint_dir: str | Path | None = None):
-        if task not in ("classification", "regression"):
-            raise ValueError(f"unknown task {task!r}")
-        if task == "regression" and n_classes is not None:
-            raise ValueError("n_classes applies to classification only")
-        self.task = task
-        self.config = config if config is not None else BiSHopConfig()
-        self.n_classes = n_classes
-        self.checkpoint_dir = checkpoint_dir
-        self.trainer_: BiSHopTrainer | None = None
-        self.fit_result_: FitResult | None = None
-        self._groups: list[ColumnGroup] | None = None
-
-    @property
-    def is_classifier(self) -> bool:
-        return self.task == "classification"
+    config_class = BiSHopConfig
+    config: BiSHopConfig
+    trainer_: BiSHopTrainer | None
+    fit_result_: FitResult | None
 
     def _targets(self, y: np.ndarray, name: str) -> torch.Tensor:
         y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -122,22 +103,6 @@ class BiSHopEstimator:
             raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
         outputs = self.trainer_.outputs(self._tensors(X))
         return outputs.cpu().double().numpy()
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Class indices (classification) or standardised-scale values (regression)."""
-        outputs = self._outputs(X)
-        if self.is_classifier:
-            return np.argmax(outputs, axis=1).astype(np.int64)
-        return outputs[:, 0]
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """(n, n_classes) class probabilities (softmax of the logits, in float64)."""
-        if not self.is_classifier:
-            raise AttributeError("predict_proba is only available for classification")
-        logits = self._outputs(X)
-        logits = logits - logits.max(axis=1, keepdims=True)
-        probabilities = np.exp(logits)
-        return probabilities / probabilities.sum(axis=1, keepdims=True)
 
     def save_weights(self, path: str | Path) -> Path:
         """Write the selected weights (state dict incl. PLE bins) as a weights-only file."""

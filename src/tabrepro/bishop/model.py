@@ -44,7 +44,8 @@ from torch import Tensor, nn
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.entmax import AlphaEntmax
 from tabrepro.bishop.ple import PiecewiseLinearEncoding
-from tabrepro.npt.model import DropoutSource, Linear, dropout, dropout_mask
+from tabrepro.npt.model import (DropoutGeneratorMixin, DropoutSource, Linear, dropout,
+                                dropout_mask)
 
 __all__ = ["BiSHopModel", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge",
            "CategoricalEmbedding"]
@@ -311,7 +312,7 @@ class CategoricalEmbedding(nn.Module):
         return torch.cat([shared, individual], dim=-1)
 
 
-class BiSHopModel(nn.Module):
+class BiSHopModel(DropoutGeneratorMixin, nn.Module):
     """BiSHop for `cardinalities` categorical features (categories per feature) and
     `n_numerical` numerical features, with `n_outputs` outputs (classes, or 1 for regression).
 
@@ -373,15 +374,6 @@ class BiSHopModel(nn.Module):
         self.head_hidden = nn.ModuleList([Linear(a, b, onednn=cfg.onednn_linear)
                                           for a, b in zip(widths[:-1], widths[1:])])
         self.head_out = Linear(widths[-1], self.n_outputs, onednn=cfg.onednn_linear)
-
-    # ------------------------------------------------------------------ dropout generator
-    @property
-    def dropout_generator(self) -> torch.Generator | None:
-        return self.dropout_source.generator
-
-    @dropout_generator.setter
-    def dropout_generator(self, generator: torch.Generator | None) -> None:
-        self.dropout_source.generator = generator
 
     # ------------------------------------------------------------------ inputs
     def numeric_matrix(self, x_cat: Tensor, x_num: Tensor) -> Tensor:

@@ -26,7 +26,6 @@ standardised target (regression). The validation loss is the exact mean over val
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,10 +38,10 @@ from torch import Tensor
 
 from tabrepro.bishop.config import RESUME_NEUTRAL_FIELDS, BiSHopConfig
 from tabrepro.bishop.model import BiSHopModel
-from tabrepro.npt.trainer import atomic_save, resolve_device
 from tabrepro.seeding import derive_seed
-from tabrepro.torch_utils import (clone_state, deterministic_algorithms, retain_freed_memory,
-                                  tensor_digest, to_cpu, to_device)
+from tabrepro.torch_utils import (StateFileMixin, atomic_save, bf16_autocast, clone_state,
+                                  deterministic_algorithms, load_weights_into, resolve_device,
+                                  retain_freed_memory, tensor_digest, to_cpu, to_device)
 
 __all__ = ["BiSHopTrainer", "FitResult", "TabularTensors", "STATE_FILE", "WEIGHTS_FILE"]
 
@@ -96,8 +95,13 @@ class FitResult:
     checkpoint_dir: Path | None = None
 
 
-class BiSHopTrainer:
+class BiSHopTrainer(StateFileMixin):
     """Trains one BiSHopModel (fit), then predicts with the selected weights."""
+
+    # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
+    state_file = STATE_FILE
+    checkpoint_format = _CHECKPOINT_FORMAT
+    resume_neutral_fields = RESUME_NEUTRAL_FIELDS
 
     def __init__(self, config: BiSHopConfig, task: Task, *, cardinalities: tuple[int, ...] = (),
                  n_numerical: int = 0, n_classes: int | None = None,
@@ -181,10 +185,6 @@ class BiSHopTrainer:
             eps=cfg.lr_eps)
         self._reset_progress()
 
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
-                              enabled=self.config.bf16_autocast)
-
     # ------------------------------------------------------------------ loss and evaluation
     def loss(self, outputs: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
         if self.task == "classification":
@@ -199,7 +199,7 @@ class BiSHopTrainer:
         data = data.to(self.device)
         self.model.eval()
         size = self.config.eval_batch_size
-        with self._autocast():
+        with bf16_autocast(self.device, self.config.bf16_autocast):
             chunks = [self.model(data.x_cat[i:i + size], data.x_num[i:i + size]).float()
                       for i in range(0, len(data), size)]
         if not chunks:
@@ -222,7 +222,7 @@ class BiSHopTrainer:
         assert self.model is not None and self.optimizer is not None and self.train_data is not None
         batch = self.train_data.rows(rows)
         self.model.train()
-        with self._autocast():
+        with bf16_autocast(self.device, self.config.bf16_autocast):
             outputs = self.model(batch.x_cat, batch.x_num)
         loss = self.loss(outputs, batch.y)
         self.optimizer.zero_grad(set_to_none=True)
@@ -345,11 +345,6 @@ class BiSHopTrainer:
         return {"task": self.task, "cardinalities": list(self.cardinalities),
                 "n_numerical": self.n_numerical, "n_outputs": self.n_outputs}
 
-    @staticmethod
-    def _comparable_config(values: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in BiSHopConfig.from_dict(values).to_dict().items()
-                if k not in RESUME_NEUTRAL_FIELDS}
-
     def _data_fingerprint(self) -> str:
         assert self.train_data is not None
         if self._fingerprint is None:  # the data do not change during fit
@@ -378,27 +373,14 @@ class BiSHopTrainer:
             "history": self.history,
         }
 
-    def save_checkpoint(self) -> Path:
-        assert self.checkpoint_dir is not None
-        path = self.checkpoint_dir / STATE_FILE
-        atomic_save(to_cpu(self.state_dict()), path)
-        return path
-
     def load_checkpoint(self) -> int | None:
         """Restore the state file if present (after prepare); returns the restored epoch."""
         assert self.checkpoint_dir is not None and self.model is not None
         assert self.optimizer is not None and self.scheduler is not None
         assert self._dropout_generator is not None
-        path = self.checkpoint_dir / STATE_FILE
-        if not path.exists():
+        path, state = self._read_state_file()
+        if state is None:
             return None
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        if state.get("format") != _CHECKPOINT_FORMAT:
-            raise ValueError(f"{path}: unknown checkpoint format {state.get('format')!r}")
-        if (self._comparable_config(state["config"])
-                != self._comparable_config(self.config.to_dict())):
-            raise ValueError(f"{path} was written with a different BiSHopConfig; "
-                             "refusing to resume")
         if state["spec"] != self._spec():
             raise ValueError(f"{path} was written for a different feature layout or task")
         if state["data_fingerprint"] != self._data_fingerprint():
@@ -430,6 +412,4 @@ class BiSHopTrainer:
         """Load a weights-only file into a freshly built model (same config and feature layout)."""
         if self.model is None:
             self.model = self.build_model()
-        weights = torch.load(Path(path), map_location=self.device, weights_only=True)
-        self.model.load_state_dict(weights)
-        self.model.eval()
+        load_weights_into(self.model, path, self.device)

@@ -12,7 +12,8 @@ Cases (random data of the stated shape; the cost of a step does not depend on th
 A step is everything `NPTTrainer.train_step` does: slicing the epoch's masks, forward, loss,
 backward, gradient clipping, LAMB + Lookahead. FLOPs are counted with
 `torch.utils.flop_counter.FlopCounterMode` over one real step (the oneDNN linear op is registered
-with it), so the figure covers matrix products and attention only, not element-wise work.
+with it: `tabrepro.torch_utils.flop_counter`), so the figure covers matrix products and attention
+only, not element-wise work.
 Peak memory: on CUDA the allocator's peak; on CPU the growth of the process's peak resident set
 while the case runs, each case in a fresh subprocess so that one case cannot mask another.
 """
@@ -20,20 +21,17 @@ while the case runs, each case in a fresh subprocess so that one case cannot mas
 from __future__ import annotations
 
 import argparse
-import math
-import multiprocessing
-import resource
 import statistics
 import sys
 import time
 from typing import Any
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from tabrepro.npt.config import NPTConfig, categorical, continuous
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTTrainer
+from tabrepro.torch_utils import PeakMemory, flop_counter, run_in_subprocess, synchronize
 
 __all__ = ["CASES", "run_case", "main"]
 
@@ -53,18 +51,6 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None,
-                            **kwargs: Any) -> int:
-    return 2 * math.prod(out_shape) * int(w_shape[-1])
-
-
-def _flop_counter() -> FlopCounterMode:
-    mapping = {}
-    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
-        mapping[torch.ops.mkldnn._linear_pointwise] = _linear_pointwise_flops
-    return FlopCounterMode(display=False, custom_mapping=mapping)
-
-
 def _random_table(case: dict[str, Any], seed: int = 0) -> NPTTable:
     n, d = case["n_rows"], case["n_features"] + 1
     generator = torch.Generator().manual_seed(seed)
@@ -81,11 +67,6 @@ def _random_table(case: dict[str, Any], seed: int = 0) -> NPTTable:
     return NPTTable(attributes, values, roles)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
              bf16: bool = False, threads: int | None = None, onednn: bool = True) -> dict[str, Any]:
     """Time `steps` training steps of case `name` after `warmup` steps; returns the figures."""
@@ -94,31 +75,24 @@ def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
     case = CASES[name]
     config = NPTConfig(**case["config"], device=device, bf16_autocast=bf16, onednn_linear=onednn)
     table = _random_table(case)
-    rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    memory = PeakMemory()
     trainer = NPTTrainer(table.attributes, config)
     trainer.prepare(table)
     dev = trainer.device
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)
+    memory.reset_device_peak(dev)
     for _ in range(warmup):
         trainer.train_step()
-    with _flop_counter() as counter:
+    with flop_counter() as counter:
         trainer.train_step()
     flops = counter.get_total_flops()
     times = []
     for _ in range(steps):
-        _sync(dev)
+        synchronize(dev)
         start = time.perf_counter()
         trainer.train_step()
-        _sync(dev)
+        synchronize(dev)
         times.append(time.perf_counter() - start)
-    if dev.type == "cuda":
-        peak_bytes = torch.cuda.max_memory_allocated(dev)
-        memory_kind = "CUDA allocator peak"
-    else:
-        rss_after_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        peak_bytes = (rss_after_kib - rss_before_kib) * 1024
-        memory_kind = "peak RSS growth"
+    peak_bytes, memory_kind = memory.measure(dev)
     n_params = sum(p.numel() for p in trainer.model.parameters())  # type: ignore[union-attr]
     median = statistics.median(times)
     return {
@@ -130,12 +104,6 @@ def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
         "peak_memory_mib": peak_bytes / 2**20, "memory_kind": memory_kind,
         "bf16_autocast": bf16, "onednn_linear": onednn and dev.type == "cpu",
     }
-
-
-def _run_in_subprocess(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        return pool.apply(run_case, (name,), kwargs)
 
 
 def _format(result: dict[str, Any]) -> str:
@@ -167,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             result = run_case(name, **kwargs)
         else:
-            result = _run_in_subprocess(name, kwargs)
+            result = run_in_subprocess(run_case, name, **kwargs)
         print(_format(result), flush=True)
     return 0
 

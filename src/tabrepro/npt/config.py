@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-__all__ = ["Attribute", "NPTConfig", "categorical", "continuous"]
+__all__ = ["Attribute", "ConfigDictMixin", "NPTConfig", "categorical", "continuous"]
 
 AttributeKind = Literal["categorical", "continuous"]
 
@@ -58,12 +58,37 @@ def continuous(name: str = "") -> Attribute:
     return Attribute("continuous", 0, name)
 
 
+class ConfigDictMixin:
+    """Plain-dict round trip and copy-with-changes for a dataclass config (NPTConfig,
+    BiSHopConfig): the dict is what checkpoints store and what the model registry passes in.
+
+    Lives here because this module imports no torch (it is loaded by every Snakemake start);
+    tabrepro.bishop.config reuses it.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        """The config from a dict, refusing unknown keys (a typo would silently be a default)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Self:
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass
-class NPTConfig:
+class NPTConfig(ConfigDictMixin):
     """Everything that determines an NPT training run (model, masking, optimiser, loop).
 
     Two runs with equal configs, equal data and equal thread counts give bit-identical CPU
-    results; the config is stored in every checkpoint and checked on resume.
+    results; the config is stored in every checkpoint and checked on resume (to_dict /
+    from_dict / replace come from ConfigDictMixin).
     """
 
     # ---------------------------------------------------------------- architecture
@@ -168,7 +193,7 @@ class NPTConfig:
         if self.grad_clip != "none" and self.grad_clip_threshold <= 0:
             raise ValueError("grad_clip_threshold must be positive")
 
-    # ---------------------------------------------------------------- presets / serialisation
+    # ---------------------------------------------------------------- presets
     @classmethod
     def base(cls, **overrides: Any) -> Self:
         """NPT-Base (App. C.1.1): 8 layers, 8 heads, e = 64, p_feature 0.15, LR 1e-3, flat 70 %."""
@@ -181,20 +206,6 @@ class NPTConfig:
                                     "p_target": 1.0}
         settings.update(overrides)
         return cls(**settings)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Self:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown NPTConfig field(s): {', '.join(unknown)}")
-        return cls(**values)
-
-    def replace(self, **changes: Any) -> Self:
-        return dataclasses.replace(self, **changes)
 
 
 # Fields that change neither the computation nor its result: a checkpoint written under one value

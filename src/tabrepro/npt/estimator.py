@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 import torch
@@ -27,9 +27,10 @@ from tabrepro.npt.config import Attribute, NPTConfig, categorical, continuous
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import FitResult, NPTTrainer
 
-__all__ = ["NPTEstimator", "decode_features"]
+__all__ = ["NPTEstimator", "TaskEstimator", "decode_features"]
 
 ColumnGroup = tuple[str, int]
+Task = Literal["classification", "regression"]
 
 
 def _feature_attributes(groups: Sequence[ColumnGroup]) -> list[Attribute]:
@@ -81,35 +82,71 @@ def _same_codes(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.size > 0 and bool(np.array_equal(a, b, equal_nan=True))
 
 
-class NPTEstimator:
-    """fit / predict / predict_proba around NPTTrainer.
+class TaskEstimator:
+    """What the NPT and BiSHop adapters share: the task / n_classes contract of the constructor,
+    the fitted attributes, and turning `_outputs` (logits, or the value in column 0) into
+    predictions and probabilities. Subclasses set `config_class` and implement fit / `_outputs`.
 
     task: "classification" (targets are class indices 0..n_classes-1) or "regression" (targets
     are standardised floats; predictions come back on the same scale).
     """
 
-    def __init__(self, task: Literal["classification", "regression"],
-                 config: NPTConfig | None = None, *, n_classes: int | None = None,
+    config_class: ClassVar[type]  # the default config is config_class()
+
+    def __init__(self, task: Task, config: Any = None, *, n_classes: int | None = None,
                  checkpoint_dir: str | Path | None = None):
         if task not in ("classification", "regression"):
             raise ValueError(f"unknown task {task!r}")
         if task == "regression" and n_classes is not None:
             raise ValueError("n_classes applies to classification only")
         self.task = task
-        self.config = config if config is not None else NPTConfig()
+        self.config = config if config is not None else self.config_class()
         self.n_classes = n_classes
         self.checkpoint_dir = checkpoint_dir
-        self.trainer_: NPTTrainer | None = None
-        self.fit_result_: FitResult | None = None
+        self.trainer_: Any = None
+        self.fit_result_: Any = None
         self._groups: list[ColumnGroup] | None = None
-        self._attributes: tuple[Attribute, ...] = ()
-        # (train codes, train targets, validation codes, validation targets): NPT's context rows
-        self._context: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._test_codes: np.ndarray | None = None  # the X_test given to fit, as codes
 
     @property
     def is_classifier(self) -> bool:
         return self.task == "classification"
+
+    def _outputs(self, X: np.ndarray) -> np.ndarray:
+        """(n, n_outputs) float64 model outputs for the rows of X."""
+        raise NotImplementedError
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Class indices (classification) or standardised-scale values (regression)."""
+        outputs = self._outputs(X)
+        if self.is_classifier:
+            return np.argmax(outputs, axis=1).astype(np.int64)
+        return outputs[:, 0]
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """(n, n_classes) class probabilities (softmax of the logits, in float64)."""
+        if not self.is_classifier:
+            raise AttributeError("predict_proba is only available for classification")
+        logits = self._outputs(X)
+        logits = logits - logits.max(axis=1, keepdims=True)
+        probabilities = np.exp(logits)
+        return probabilities / probabilities.sum(axis=1, keepdims=True)
+
+
+class NPTEstimator(TaskEstimator):
+    """fit / predict / predict_proba around NPTTrainer (see TaskEstimator for `task`)."""
+
+    config_class = NPTConfig
+    config: NPTConfig
+    trainer_: NPTTrainer | None
+    fit_result_: FitResult | None
+
+    def __init__(self, task: Task, config: NPTConfig | None = None, *,
+                 n_classes: int | None = None, checkpoint_dir: str | Path | None = None):
+        super().__init__(task, config, n_classes=n_classes, checkpoint_dir=checkpoint_dir)
+        self._attributes: tuple[Attribute, ...] = ()
+        # (train codes, train targets, validation codes, validation targets): NPT's context rows
+        self._context: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._test_codes: np.ndarray | None = None  # the X_test given to fit, as codes
 
     def _target_attribute(self, *targets: np.ndarray) -> Attribute:
         if not self.is_classifier:
@@ -186,19 +223,3 @@ class NPTEstimator:
             outputs = self.trainer_.target_outputs(table)
         rows = table.rows(role)
         return outputs[rows.to(outputs.device)].cpu().double().numpy()
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        """Class indices (classification) or standardised-scale values (regression)."""
-        outputs = self._outputs(X)
-        if self.is_classifier:
-            return np.argmax(outputs, axis=1).astype(np.int64)
-        return outputs[:, 0]
-
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """(n, n_classes) class probabilities (softmax of the target logits)."""
-        if not self.is_classifier:
-            raise AttributeError("predict_proba is only available for classification")
-        logits = self._outputs(X)
-        logits = logits - logits.max(axis=1, keepdims=True)
-        probabilities = np.exp(logits)
-        return probabilities / probabilities.sum(axis=1, keepdims=True)

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from tabrepro.npt.config import Attribute, NPTConfig
 
 __all__ = ["NPTModel", "AttentionBlock", "Linear", "attention", "batched_matmul", "encode_values",
-           "dropout", "dropout_mask", "keep_mask"]
+           "dropout", "dropout_mask", "keep_mask", "DropoutGeneratorMixin"]
 
 
 class DropoutSource:
@@ -43,6 +43,21 @@ class DropoutSource:
 
     def __init__(self) -> None:
         self.generator: torch.Generator | None = None
+
+
+class DropoutGeneratorMixin:
+    """`model.dropout_generator`: the generator of the model's `dropout_source`, for the
+    trainer to set, checkpoint and restore (NPTModel, BiSHopModel). Mix in before nn.Module."""
+
+    dropout_source: DropoutSource
+
+    @property
+    def dropout_generator(self) -> torch.Generator | None:
+        return self.dropout_source.generator
+
+    @dropout_generator.setter
+    def dropout_generator(self, generator: torch.Generator | None) -> None:
+        self.dropout_source.generator = generator
 
 
 _RANDOM_BITS = 16  # resolution of dropout probabilities: multiples of 2**-16
@@ -317,7 +332,7 @@ class AttentionBlock(nn.Module):
         return dropout(self.out(merged), self.p_hidden, self.training, self._source)
 
 
-class NPTModel(nn.Module):
+class NPTModel(DropoutGeneratorMixin, nn.Module):
     """Non-Parametric Transformer over a table described by `attributes` (target last).
 
     forward(values, mask): `values[j]` is attribute j encoded ((n, n_classes) one-hot or (n, 1)
@@ -360,14 +375,6 @@ class NPTModel(nn.Module):
 
         # Output (App. C.3.2): e -> logits / scalar, separately per attribute.
         self.out_maps = nn.ModuleList(nn.Linear(e, a.width) for a in self.attributes)
-
-    @property
-    def dropout_generator(self) -> torch.Generator | None:
-        return self.dropout_source.generator
-
-    @dropout_generator.setter
-    def dropout_generator(self, generator: torch.Generator | None) -> None:
-        self.dropout_source.generator = generator
 
     def forward(self, values: Sequence[Tensor], mask: Tensor) -> list[Tensor]:
         d, e = self.n_attributes, self.embed_dim

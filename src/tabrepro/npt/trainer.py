@@ -20,9 +20,7 @@ weights with the lowest validation target loss.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,37 +34,16 @@ from tabrepro.npt.masking import (TEST, TRAIN, VAL, MaskDraw, NPTTable, batch_pl
 from tabrepro.npt.model import NPTModel
 from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.seeding import derive_seed
-from tabrepro.torch_utils import to_cpu, to_device
+# atomic_save and resolve_device lived here first; other modules still import them from here.
+from tabrepro.torch_utils import (StateFileMixin, atomic_save, bf16_autocast, clone_state,
+                                  deterministic_algorithms, load_weights_into, resolve_device,
+                                  to_device)
 
 __all__ = ["NPTTrainer", "FitResult", "resolve_device", "STATE_FILE", "BEST_WEIGHTS_FILE"]
 
 STATE_FILE = "state.pt"
 BEST_WEIGHTS_FILE = "best_weights.pt"
 _CHECKPOINT_FORMAT = 1
-
-
-def resolve_device(name: str) -> torch.device:
-    """"auto" picks CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' requested but CUDA is not available")
-    return torch.device(name)
-
-
-def atomic_save(obj: Any, path: Path) -> None:
-    """torch.save to a temp file in the same directory, fsync, then os.replace onto `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as handle:
-            torch.save(obj, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 @dataclass
@@ -91,8 +68,13 @@ class _EpochPlan:
     masks: MaskDraw
 
 
-class NPTTrainer:
+class NPTTrainer(StateFileMixin):
     """Trains one NPTModel on one NPTTable (fit), then predicts with the selected weights."""
+
+    # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
+    state_file = STATE_FILE
+    checkpoint_format = _CHECKPOINT_FORMAT
+    resume_neutral_fields = RESUME_NEUTRAL_FIELDS
 
     def __init__(self, attributes: list[Attribute] | tuple[Attribute, ...], config: NPTConfig,
                  *, checkpoint_dir: str | Path | None = None):
@@ -171,10 +153,6 @@ class NPTTrainer:
         return self._plan
 
     # ------------------------------------------------------------------ training
-    def _autocast(self) -> contextlib.AbstractContextManager:
-        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16,
-                              enabled=self.config.bf16_autocast)
-
     def train_step(self) -> dict[str, float]:
         """One optimiser step on the next minibatch; returns the logged losses."""
         assert self.model is not None and self.optimizer is not None and self.table is not None
@@ -186,7 +164,7 @@ class NPTTrainer:
         lr = self.schedule.apply(self.optimizer, self.step)
 
         self.model.train()
-        with self._autocast():
+        with bf16_autocast(self.device, cfg.bf16_autocast):
             outputs = self.model.forward_codes(plan.masks.values[rows], plan.masks.mask[rows])
         terms = npt_loss(outputs, self.table.inputs[rows], plan.masks.target_selected[rows],
                          plan.masks.feature_selected[rows], self.attributes, lam)
@@ -222,7 +200,7 @@ class NPTTrainer:
         width = self.attributes[-1].width
         result = torch.empty((table.n_rows, width), device=self.device)
         for rows in batches:
-            with self._autocast():
+            with bf16_autocast(self.device, self.config.bf16_autocast):
                 outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows])
             result[rows] = outputs[-1].float()
         return result
@@ -244,23 +222,11 @@ class NPTTrainer:
         self.val_history.append((self.step, loss))
         if self.best_loss is None or loss < self.best_loss:
             self.best_loss, self.best_step = loss, self.step
-            self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.best_weights = clone_state(self.model)
 
     def _is_eval_step(self, step: int) -> bool:
         interval = self.config.eval_every_epochs * self.steps_per_epoch
         return step % interval == 0 or step == self.config.max_steps
-
-    @contextlib.contextmanager
-    def _determinism(self) -> Iterator[None]:
-        previous = (torch.are_deterministic_algorithms_enabled(),
-                    torch.is_deterministic_algorithms_warn_only_enabled())
-        if self.config.deterministic:
-            # cuBLAS needs CUBLAS_WORKSPACE_CONFIG for strict mode; warn instead of failing there.
-            torch.use_deterministic_algorithms(True, warn_only=self.device.type != "cpu")
-        try:
-            yield
-        finally:
-            torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
 
     def fit(self, table: NPTTable, *, resume: bool = True,
             callback: Callable[[int, dict[str, float]], None] | None = None) -> FitResult:
@@ -270,7 +236,7 @@ class NPTTrainer:
         an exception raised there stops training like a crash would (tests use it to interrupt).
         """
         cfg = self.config
-        with self._determinism():
+        with deterministic_algorithms(cfg.deterministic, self.device):
             self.prepare(table)
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
             while self.step < cfg.max_steps and not self.diverged:
@@ -297,7 +263,7 @@ class NPTTrainer:
         assert self.model is not None
         if self.best_weights is None:  # no validation rows (or diverged before any): last weights
             self.best_step = self.step
-            self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.best_weights = clone_state(self.model)
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
         self.model.load_state_dict(self.best_weights)
@@ -307,10 +273,6 @@ class NPTTrainer:
                         self.checkpoint_dir / BEST_WEIGHTS_FILE)
 
     # ------------------------------------------------------------------ checkpoints
-    def _comparable_config(self, values: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in NPTConfig.from_dict(values).to_dict().items()
-                if k not in RESUME_NEUTRAL_FIELDS}
-
     def state_dict(self) -> dict[str, Any]:
         assert self.model is not None and self.optimizer is not None and self.table is not None
         return {
@@ -329,25 +291,13 @@ class NPTTrainer:
             "diverged": self.diverged,
         }
 
-    def save_checkpoint(self) -> Path:
-        assert self.checkpoint_dir is not None
-        path = self.checkpoint_dir / STATE_FILE
-        state = self.state_dict()
-        atomic_save(to_cpu(state), path)
-        return path
-
     def load_checkpoint(self) -> int | None:
         """Restore the state file if present (after prepare); returns the restored step."""
         assert self.checkpoint_dir is not None and self.model is not None
         assert self.optimizer is not None and self.table is not None
-        path = self.checkpoint_dir / STATE_FILE
-        if not path.exists():
+        path, state = self._read_state_file()
+        if state is None:
             return None
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        if state.get("format") != _CHECKPOINT_FORMAT:
-            raise ValueError(f"{path}: unknown checkpoint format {state.get('format')!r}")
-        if self._comparable_config(state["config"]) != self._comparable_config(self.config.to_dict()):
-            raise ValueError(f"{path} was written with a different NPTConfig; refusing to resume")
         if state["table_fingerprint"] != self.table.fingerprint():
             raise ValueError(f"{path} was written for different data; refusing to resume")
         self.model.load_state_dict(state["model"])
@@ -359,7 +309,7 @@ class NPTTrainer:
         best = state["best"]
         self.best_loss, self.best_step = best["loss"], int(best["step"])
         self.best_weights = (None if best["weights"] is None
-                             else {k: v.to(self.device) for k, v in best["weights"].items()})
+                             else to_device(best["weights"], self.device))
         self.history = list(state["history"])
         self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
         self.diverged = bool(state["diverged"])
@@ -370,9 +320,7 @@ class NPTTrainer:
         """Load a weights-only file (e.g. best_weights.pt) into a freshly built model."""
         if self.model is None:
             self.model = self.build_model()
-        weights = torch.load(Path(path), map_location=self.device, weights_only=True)
-        self.model.load_state_dict(weights)
-        self.model.eval()
+        load_weights_into(self.model, path, self.device)
 
 
 def _scalar(value: Tensor) -> float:
