@@ -191,6 +191,8 @@ def test_plot_averages_the_jobs_and_refuses_stale_ones(prepared):
                              if p["order"] == "random" and p["fraction"] == 0.3) for r in fold_values])
     got = next(c["mean"] for c in curves if c["order"] == "random" and c["fraction"] == 0.3)
     assert got == pytest.approx(expected)
+    with pytest.raises(AnalysisError, match="for paper 'npt', not 'bishop'"):
+        fs.plot_curves(params, "bishop")
     # Other settings (here: fewer trees) make the stored jobs stale.
     raw = yaml.safe_load(params_file.read_text())
     raw["feature_sparsity"]["tiny"]["importance_trees"] = 21

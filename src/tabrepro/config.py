@@ -43,6 +43,10 @@ class Job:
     model: str
     fold: int
 
+    def names(self) -> tuple[str, str, str, int]:
+        """(paper, dataset, model, fold): what the job's seeds are derived from."""
+        return (self.paper, self.dataset, self.model, self.fold)
+
 
 def _key_path(parts: Iterable[Any]) -> str:
     path = ""

@@ -93,7 +93,7 @@ def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, targe
 def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: dict, *,
                 n_jobs: int, work_dir: Path | None = None, repeat: int = 0) -> TabularModel:
     """Fit configuration `index`; repeat r > 0 retrains it with a further seed (see `repeats`)."""
-    names = (*_names(job), "model", index) + (("repeat", repeat) if repeat else ())
+    names = (*job.names(), "model", index) + (("repeat", repeat) if repeat else ())
     model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *names),
                                        n_jobs=n_jobs, n_classes=data.n_classes)
     tr, va = data.split.train, data.split.val
@@ -274,10 +274,6 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         "selection": {"metric": metric, "n_configs": n, "best_index": best, "val_scores": val_scores,
                       "variant": results[best].get("variant"), "fit_info": results[best].get("fit_info")},
     }
-
-
-def _names(job: Job) -> tuple:
-    return (job.paper, job.dataset, job.model, job.fold)
 
 
 def write_result(result: dict, path: Path) -> None:

@@ -222,9 +222,9 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
     tr, va, te = data.split.train, data.split.val, data.split.test
     names = list(data.feature_names)
     importance = attribute_importance(data.X[tr], data.y[tr], data.feature_groups, data.task,
-                                      derive_seed(params.seed, *_names(job), "importance"),
+                                      derive_seed(params.seed, *job.names(), "importance"),
                                       settings.importance_trees, n_jobs)
-    rng = np.random.default_rng(derive_seed(params.seed, *_names(job), "random_order"))
+    rng = np.random.default_rng(derive_seed(params.seed, *job.names(), "random_order"))
     sequences = {order: removal_sequence(order, importance, rng) for order in ORDERS}
     model_class = get_model_class(job.model)
 
@@ -232,7 +232,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
         keep = sorted(set(range(len(names))) - set(removed))
         reduced = restrict_features(data, keep)
         point_started = time.perf_counter()
-        seed = derive_seed(params.seed, *_names(job), EXPERIMENT, len(removed), *sorted(removed))
+        seed = derive_seed(params.seed, *job.names(), EXPERIMENT, len(removed), *sorted(removed))
         work_dir = out_path.with_name(out_path.stem) / "state" / hashlib.sha256(key.encode()).hexdigest()[:12]
         model = model_class(data.task, config, seed=seed, n_jobs=n_jobs, n_classes=data.n_classes)
         model.fit(reduced.X[tr], reduced.y[tr], reduced.X[va], reduced.y[va],
@@ -275,10 +275,6 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
     return out_path
 
 
-def _names(job: Job) -> tuple:
-    return (job.paper, job.dataset, job.model, job.fold)
-
-
 # ------------------------------------------------------------------------------ aggregation
 def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     """Average the profile's curve jobs: per dataset over folds, then over datasets.
@@ -294,6 +290,9 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     if settings is None:
         raise AnalysisError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
     paper = paper or settings.paper
+    if paper != settings.paper:
+        raise AnalysisError(f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
+                            f"{settings.paper!r}, not {paper!r}")
     rows = []
     for job in plan_jobs(params, settings):
         path = result_path(params, job)
