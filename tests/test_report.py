@@ -21,7 +21,7 @@ import yaml
 from tabrepro.analysis import cli as analysis_cli
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job
-from tabrepro.reporting.figures import critical_difference
+from tabrepro.reporting.figures import critical_difference, critical_difference_diagram
 from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,6 +175,12 @@ def test_report_page_lists_everything_and_links_existing_figures(workspace):
                  "deletion_breast_cancer.png"):
         assert name in images, name
     # The AUROC table has the paper's NPT value beside ours, and a difference in SE units.
+    ranks = page.split('id="npt-ranks"')[1].split("<h2")[0]
+    assert "Friedman test over 2 blocks and 3 methods" in ranks and "not independent" in ranks
+    assert "Greyed, because" in ranks  # one dataset: folds are no independent blocks, no CD claim
+    hardware = page.split('id="provenance-hardware"')[1]
+    assert 'class="warning"' not in hardware  # every result here was written on this machine
+    assert "npt/breast_cancer/knn (folds 0–1)" in hardware
     section = page.split('id="npt_table10"')[1].split("<h3")[0]
     row = re.search(r"<td[^>]*>breast_cancer</td><td[^>]*>NPT</td>(.*?)</tr>", section)
     assert row and "0.997" in row.group(1) and re.search(r"[+-]\d+\.\d\d</td>", row.group(1))
@@ -232,6 +238,90 @@ def test_se_units_and_critical_difference():
     # Demšar (2006): k = 7 methods, N = 10 datasets, q_0.05 = 2.949.
     assert critical_difference(7, 10) == pytest.approx(2.949 * np.sqrt(7 * 8 / 60), rel=1e-6)
     assert critical_difference(12, 20) > critical_difference(11, 20)  # beyond the table: scipy
+
+
+def test_friedman_test_on_complete_blocks_only():
+    import pandas as pd
+
+    from tabrepro.reporting.rank_tests import complete_rank_matrix, friedman_test
+
+    # "c" misses block 2; it is dropped and the others are re-ranked among themselves.
+    ranks = pd.DataFrame({"block": [1, 1, 1, 2, 2, 3, 3, 3],
+                          "method": ["a", "b", "c", "a", "b", "a", "b", "c"],
+                          "rank": [1.0, 3.0, 2.0, 2.0, 1.0, 1.5, 1.5, 3.0]})
+    matrix = complete_rank_matrix(ranks)
+    assert list(matrix.columns) == ["a", "b"] and matrix.to_numpy().tolist() == [[1, 2], [2, 1], [1.5, 1.5]]
+    # Friedman's chi-square from mean ranks (Demšar 2006, eq. 1), no ties: 12N/(k(k+1)) (sum R² - k(k+1)²/4).
+    blocks = np.array([[1, 2, 3], [1, 2, 3], [1, 3, 2], [1, 2, 3], [2, 1, 3]], float)
+    result = friedman_test(blocks)
+    mean = blocks.mean(axis=0)
+    assert result.statistic == pytest.approx(12 * 5 / 12 * (np.sum(mean ** 2) - 3 * 16 / 4))
+    assert result.test == "Friedman test" and result.significant() and result.p_value < 0.05
+    assert not friedman_test(blocks[:2]).significant()  # two blocks cannot reach α = 0.05 here
+    assert friedman_test(np.full((4, 3), 2.0)).p_value == 1.0  # all tie everywhere
+    assert friedman_test(blocks[:1]).p_value is None and "2 blocks" in friedman_test(blocks[:1]).describe()
+    # Two methods: the exact two-sided sign test, ties dropped (10 wins of 10: p = 2 / 2**10).
+    pair = np.array([[1, 2]] * 10 + [[1.5, 1.5]] * 3, float)
+    sign = friedman_test(pair)
+    assert sign.test == "sign test" and sign.p_value == pytest.approx(2 / 2 ** 10)
+
+
+def test_cd_diagram_claims_only_after_a_significant_friedman_test_on_independent_blocks(tmp_path):
+    from PIL import Image
+
+    from tabrepro.reporting.html import _cd_wording
+    from tabrepro.reporting.rank_tests import OmnibusResult
+
+    significant = OmnibusResult("Friedman test", 4, 12, statistic=20.0, p_value=0.001)
+    flat = OmnibusResult("Friedman test", 4, 12, statistic=2.0, p_value=0.57)
+    assert _cd_wording(significant, independent=True)[0] is None
+    assert "Drawn because the Friedman test rejected" in _cd_wording(significant, True)[1]
+    note, caption = _cd_wording(flat, independent=True)
+    assert "not significant (p = 0.57)" in note and caption.count("Greyed") == 1
+    note, caption = _cd_wording(significant, independent=False)
+    assert "folds of one dataset, not independent" in note and "Greyed" in caption
+    note, _ = _cd_wording(OmnibusResult("Friedman test", 3, 1, reason="needs 2 blocks"), True)
+    assert "no omnibus test" in note
+
+    ranks = {"a": 1.2, "b": 2.1, "c": 3.0, "d": 3.7}
+
+    def red_pixels(path):
+        image = np.asarray(Image.open(path).convert("RGB")).astype(int)
+        return int((np.abs(image - [0xd6, 0x27, 0x28]).sum(axis=2) < 40).sum())
+
+    claimed = critical_difference_diagram(ranks, 12, tmp_path / "claimed.png", "t")
+    greyed = critical_difference_diagram(ranks, 12, tmp_path / "greyed.png", "t", claims=False,
+                                         note="Not a significance claim: test.")
+    assert red_pixels(claimed) > 50 and red_pixels(greyed) == 0
+
+
+def test_provenance_section_warns_when_results_ran_on_different_hardware(tmp_path):
+    from tabrepro.provenance import parse_cpuinfo
+    from tabrepro.reporting.html import _hardware_block, _Page
+
+    def record(model, fold, cpu_text, gpu=None):
+        return {"paper": "npt", "dataset": "wine", "model": model, "fold": fold,
+                "provenance": {"cpu": parse_cpuinfo(cpu_text), "gpu": gpu, "threads": 2,
+                               "threads_source": "job"}}
+
+    epyc = "model name\t: AMD EPYC 7B12\nflags\t: avx avx2\n"
+    xeon = "model name\t: Intel Xeon 8480+\nflags\t: avx avx2 avx512f avx512_bf16 amx_tile\n"
+    h100 = {"used": True, "name": "NVIDIA H100", "cuda": "12.8", "cudnn": 91002}
+    same = _Page(tmp_path)
+    _hardware_block(same, [record("knn", f, epyc) for f in range(4)])
+    text = "".join(same.blocks)
+    assert 'class="warning"' not in text and "AMD EPYC 7B12 · AVX2" in text and "(folds 0–3)" in text
+    mixed = _Page(tmp_path)
+    _hardware_block(mixed, [record("knn", 0, epyc), record("knn", 1, epyc), record("knn", 2, xeon),
+                            record("npt", 0, xeon, h100), {"model": "old", "fold": 5, "provenance": {}}])
+    text = "".join(mixed.blocks)
+    assert 'class="warning"' in text and "4 different hardware configurations (or unrecorded)" in text
+    rows = re.findall(r"<tr>(.*?)</tr>", text.split("<tbody>")[1])
+    cells = {re.sub("<[^>]+>", "|", row).strip("|").split("||")[0]: row for row in rows}
+    assert "npt/wine/knn (folds 0–1)" in cells["AMD EPYC 7B12 · AVX2"]
+    assert "npt/wine/knn (fold 2)" in cells["Intel Xeon 8480+ · AMX"]
+    assert "npt/wine/npt (fold 0)" in cells["Intel Xeon 8480+ · AMX · GPU NVIDIA H100 (CUDA 12.8, cuDNN 91002)"]
+    assert "not recorded" in cells
 
 
 # --------------------------------------------------------------------------- browser

@@ -175,13 +175,19 @@ def critical_difference(n_methods: int, n_blocks: int, alpha: float = 0.05) -> f
 
 
 def critical_difference_diagram(avg_ranks: Mapping[str, float], n_blocks: int, path: Path,
-                                title: str, alpha: float = 0.05) -> Path:
+                                title: str, alpha: float = 0.05, *, claims: bool = True,
+                                note: str | None = None) -> Path:
     """Demšar's diagram: methods on a rank axis; a bar joins methods whose mean ranks differ by
-    less than the Nemenyi critical difference (not significantly different)."""
+    less than the Nemenyi critical difference (not significantly different).
+
+    With `claims` False (the Friedman test did not reject, or the blocks are not independent)
+    the CD bar and the joining bars are drawn in light grey and `note` says why, so the figure
+    still shows the mean ranks without asserting which differences are significant.
+    """
     methods = sorted(avg_ranks, key=lambda m: avg_ranks[m])
     k = len(methods)
     cd = critical_difference(k, n_blocks, alpha)
-    figure = Figure(figsize=(8.0, 1.6 + 0.3 * k))
+    figure = Figure(figsize=(8.0, 1.6 + 0.3 * k + (0.3 if note else 0.0)))
     axis = figure.add_subplot(1, 1, 1)
     low, high = 1, max(k, 2)
     axis.set_xlim(low - 0.5, high + 0.5)
@@ -199,19 +205,23 @@ def critical_difference_diagram(avg_ranks: Mapping[str, float], n_blocks: int, p
         axis.plot([rank, rank, end], [0, level, level], color="black", lw=0.8)
         axis.text(end + (-0.05 if side == "left" else 0.05), level, f"{method} ({rank:.2f})",
                   ha="right" if side == "left" else "left", va="center", fontsize=8)
+    cd_colour, clique_colour = (PAPER, "grey") if claims else ("#c8c8c8", "#e0e0e0")
     if math.isfinite(cd):
         start = low
-        axis.plot([start, start + cd], [1.4, 1.4], color=PAPER, lw=2)
-        axis.text(start + cd / 2, 1.6, f"CD = {cd:.2f} (Nemenyi, α = {alpha})", ha="center",
-                  fontsize=8, color=PAPER)
+        axis.plot([start, start + cd], [1.4, 1.4], color=cd_colour, lw=2)
+        label = f"CD = {cd:.2f} (Nemenyi, α = {alpha})" + ("" if claims else ", not a claim")
+        axis.text(start + cd / 2, 1.6, label, ha="center", fontsize=8,
+                  color=PAPER if claims else "#8a8a8a")
         level = -0.35
         for clique in _cliques([avg_ranks[m] for m in methods], cd):
             a, b = clique
             axis.plot([avg_ranks[methods[a]] - 0.03, avg_ranks[methods[b]] + 0.03], [level, level],
-                      color="grey", lw=3, solid_capstyle="round")
+                      color=clique_colour, lw=3, solid_capstyle="round")
             level -= 0.25
     axis.set_axis_off()
     axis.set_title(f"{title} (N = {n_blocks})", fontsize=10)
+    if note:
+        figure.text(0.5, 0.0, note, ha="center", va="top", fontsize=8, color="#555555", wrap=True)
     return save(figure, path)
 
 

@@ -1,9 +1,12 @@
 """One static HTML page (plus its PNGs) that shows every result of a profile's run.
 
-Sections: the papers' tables with the paper's number beside ours and the difference in SE units;
-per-dataset bar charts; a paper-vs-ours scatter; mean ranks and a critical-difference diagram;
-compute cost per model and dataset (like NPT's Tables 6-7); NPT's analysis experiments (Tables 2
-and 3 and their figures); provenance (commits, package versions, profile).
+Sections: first the reproduction scorecard (every table cell judged: consistent / differs /
+undetermined / not run, see scorecard.py); the papers' tables with the paper's number beside ours
+and the difference in SE units;
+per-dataset bar charts; a paper-vs-ours scatter; mean ranks, a Friedman test and a
+critical-difference diagram; compute cost per model and dataset (like NPT's Tables 6-7); NPT's
+analysis experiments (Tables 2 and 3 and their figures); provenance (commits, package versions,
+profile, and which results ran on which CPU type / ISA level / GPU, warning when they differ).
 
 Inputs are only files the workflow wrote (results/<paper>/.../metrics.json,
 results/tables/<paper>/<table>.csv, results/analysis/**/result.json and their PNGs), so the page
@@ -36,6 +39,7 @@ import pandas as pd
 
 from tabrepro.analysis.settings import LOOKUP_VARIANTS
 from tabrepro.reporting import figures
+from tabrepro.reporting.rank_tests import OmnibusResult, complete_rank_matrix, friedman_test
 from tabrepro.reporting.tables import (DASH, ResultsError, collect_current_results, decimals_for,
                                        fold_frame, format_value, rank_methods, summarize_folds)
 
@@ -161,6 +165,7 @@ def build_report(params: Any, out_dir: Path) -> Path:
     try:
         page = _Page(staging)
         provenance_records: list[dict[str, Any]] = []
+        _scorecard_section(page, params)
         for paper in params.papers:
             if not params.selected_datasets(paper):
                 continue
@@ -199,6 +204,62 @@ def _write_index(page: _Page, params: Any) -> None:
     text = Template(template).substitute(title=_e("tabrepro: reproduction report"),
                                          subtitle=_e(subtitle), nav=nav, body="\n".join(page.blocks))
     (page.out_dir / INDEX).write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- scorecard
+def _scorecard_section(page: _Page, params: Any) -> None:
+    """The scorecard first: counts, then the cells that differ or did not run, then every cell
+    (collapsed). Built in memory from the same results as the tables, so it can never disagree
+    with them; results/scorecard/summary.json is only checked for being current."""
+    from tabrepro.reporting import scorecard as sc
+
+    try:
+        card = sc.build_scorecard(params)
+    except ResultsError as error:
+        raise ReportError(str(error)) from None
+    page.section("scorecard", "Reproduction scorecard")
+    if not card.papers:
+        page.empty("The profile selects no dataset of any paper: nothing to judge.")
+        return
+    page.note(sc.VERDICT_RULE.replace("**", ""))
+    page.note(_scorecard_file_state(params, sc.summary(card)))
+    for paper in card.papers:
+        if sc.SELECTED_ON.get(paper) == "test":
+            page.note(f"Every {paper} cell: {sc.TEST_SELECTION_NOTE}. The verdicts are still computed.")
+    tally = sc.summary(card)["papers"]
+    page.add(_table_html(["Paper", "Table", *sc.VERDICTS, "cells"],
+                         [[paper, table, *(c[sc.COUNT_KEYS[v]] for v in sc.VERDICTS), c["cells"]]
+                          for paper, tables in tally.items() for table, c in tables.items()], 2))
+    for paper, items in card.unobtainable.items():
+        for dataset, error in items.items():
+            page.add(f'<p class="warning">{_e(paper)}/{_e(dataset)}: data not obtainable: {_e(error)}</p>')
+    flagged = [c for c in card.cells if c.verdict_class in (sc.DIFFERS, sc.NOT_RUN)]
+    page.add(f"<h3 id=\"scorecard-flagged\">Cells that differ or are not run ({len(flagged)})</h3>")
+    page.add(_scorecard_table(flagged, sc) if flagged else '<p class="empty">None.</p>')
+    page.add(f"<details><summary>All {len(card.cells)} cells</summary>{_scorecard_table(card.cells, sc)}"
+             "</details>")
+
+
+def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
+    path = Path(params.results_dir) / "scorecard" / "summary.json"
+    if not path.is_file():
+        return f"{path} has not been written: run `tabrepro scorecard` (this section was built in memory)."
+    try:
+        written = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        written = None
+    if written != json.loads(json.dumps(current)):
+        return f"{path} is out of date: run `tabrepro scorecard` (this section was built in memory)."
+    return f"Also written to {path.parent}/ (scorecard.md, scorecard.csv, summary.json)."
+
+
+def _scorecard_table(cells: Sequence[Any], sc: Any) -> str:
+    css = {sc.DIFFERS: "far", sc.CONSISTENT: "near"}
+    rows = [[c.paper, c.table, c.column, c.method, sc.ours_text(c), sc.n_text(c), c.paper_text or DASH,
+             sc.delta_text(c), sc.z_text(c), sc.verdict_text(c), sc.notes_text(c)] for c in cells]
+    classes = [[""] * 9 + [css.get(c.verdict_class, ""), ""] for c in cells]
+    return _table_html(["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "Δ", "z",
+                        "Verdict", "Reason / notes"], rows, text_columns=4, classes=classes)
 
 
 # ---------------------------------------------------------------------------- paper results
@@ -339,18 +400,26 @@ def _rank_block(page: _Page, paper: str, paper_cfg: Mapping[str, Any], frame: pd
     if ranks.empty:
         page.empty("Nothing to rank.")
         return
-    blocks = sorted(ranks["block"].unique())
-    counts = ranks.groupby("method")["block"].nunique()
-    complete = sorted(counts[counts == len(blocks)].index)
-    stats = ranks[ranks["method"].isin(complete)].groupby("method")["rank"].agg(["mean", "std", "count"])
-    table = [{"method": m, "mean_rank": float(r["mean"]),
-              "se": float(r["std"]) / math.sqrt(r["count"]) if r["count"] > 1 else None}
-             for m, r in stats.iterrows()]
+    matrix = complete_rank_matrix(ranks)  # re-ranked among the methods present in every block
+    n_blocks = len(matrix.index)
+    left_out = sorted(set(ranks["method"]) - set(matrix.columns))
+    table = [{"method": m, "mean_rank": float(matrix[m].mean()),
+              "se": float(matrix[m].std(ddof=1)) / math.sqrt(n_blocks) if n_blocks > 1 else None}
+             for m in matrix.columns]
+    omnibus = friedman_test(matrix.to_numpy())
+    independent = kind == "datasets"
     metrics_text = ", ".join(f"{t}: {m}" for t, m in rank_metrics.items())
     page.note(f"Methods are ranked within each block (1 = best; ties share the mean rank) by "
-              f"{metrics_text}. Blocks are {kind} ({len(blocks)}); with a single dataset the folds "
-              f"serve as blocks, which says how consistently methods differ on that dataset, not "
-              f"across datasets. Only methods with a result in every block are ranked here.")
+              f"{metrics_text}, among the methods with a result in every block"
+              + (f" (left out: {', '.join(left_out)})" if left_out else "")
+              + f". Blocks are {kind} ({n_blocks}). {omnibus.describe()}")
+    if not independent:
+        page.note("The blocks are the folds of one dataset, and these are not independent: their "
+                  "training sets overlap and all come from the same data, while the Friedman and "
+                  "Nemenyi tests assume independent blocks. The p-value therefore overstates the "
+                  "evidence and speaks for this one dataset at most; the ranks say how consistently "
+                  "methods differ across its folds, not across datasets, and the diagram below makes "
+                  "no significance claim.")
     page.add(_table_html(["Method", "Mean rank", "± SE"],
                          [[r["method"], f"{r['mean_rank']:.2f}", DASH if r["se"] is None else f"{r['se']:.2f}"]
                           for r in sorted(table, key=lambda r: r["mean_rank"])]))
@@ -358,11 +427,33 @@ def _rank_block(page: _Page, paper: str, paper_cfg: Mapping[str, Any], frame: pd
     figures.mean_rank_plot(table, page.out_dir / name, f"{paper}: mean rank over {kind}")
     page.figure(name, "Mean rank ± SE per method.")
     if len(table) >= 2:
+        claims = independent and omnibus.significant()
+        note, caption = _cd_wording(omnibus, independent)
         name = f"{_slug(paper)}_cd.png"
-        figures.critical_difference_diagram({r["method"]: r["mean_rank"] for r in table}, len(blocks),
-                                            page.out_dir / name, f"{paper}: critical differences")
-        page.figure(name, "Critical-difference diagram (Demšar 2006): methods joined by a grey bar "
-                          "do not differ significantly (two-tailed Nemenyi test, α = 0.05).")
+        figures.critical_difference_diagram({r["method"]: r["mean_rank"] for r in table}, n_blocks,
+                                            page.out_dir / name, f"{paper}: critical differences",
+                                            claims=claims, note=note)
+        page.figure(name, caption)
+
+
+def _cd_wording(omnibus: OmnibusResult, independent: bool) -> tuple[str | None, str]:
+    """The diagram's own note and the caption: a CD claim only after a significant Friedman
+    test over independent blocks; otherwise the figure is greyed and says why."""
+    base = "Critical-difference diagram (Demšar 2006; two-tailed Nemenyi test, α = 0.05). "
+    if omnibus.p_value is None:
+        reason = f"there is no omnibus test ({omnibus.reason})"
+    elif not omnibus.significant():
+        reason = f"the {omnibus.test} is not significant (p = {omnibus.p_value:.3g})"
+    elif not independent:
+        reason = (f"the {omnibus.test} gives p = {omnibus.p_value:.3g}, but the blocks are "
+                  f"folds of one dataset, not independent")
+    else:
+        return None, (base + f"Drawn because the {omnibus.test} rejected equal performance "
+                      f"(p = {omnibus.p_value:.3g}); methods joined by a grey bar do not differ "
+                      f"significantly.")
+    return (f"Not a significance claim: {reason}.",
+            base + f"Greyed, because {reason}: no difference between methods is claimed, and the "
+                   f"CD and joining bars are shown for scale only.")
 
 
 def _cost_block(page: _Page, params: Any, paper: str, paper_cfg: Mapping[str, Any],
@@ -673,7 +764,7 @@ def _sparsity_section(page: _Page, params: Any) -> None:
 
 # ---------------------------------------------------------------------------- provenance
 def _provenance_section(page: _Page, params: Any, records: list[dict[str, Any]]) -> None:
-    from tabrepro.provenance import provenance
+    from tabrepro.provenance import hardware_key, provenance
 
     page.section("provenance", "Provenance")
     current = provenance()
@@ -693,8 +784,10 @@ def _provenance_section(page: _Page, params: Any, records: list[dict[str, Any]])
         ["params.yaml sha256 (first 16)", digest],
         ["Report built at commit", current["git_commit"]],
         ["Platform", current["platform"]],
+        ["Report built on", hardware_key(current)],
         ["Result files", len(records)],
     ], 1))
+    _hardware_block(page, records)
     page.add("<p>Commits the results were produced at (result files per commit):</p>")
     page.add(_table_html(["Commit", "Results"], sorted(commits.items()) or [[DASH, 0]], 1))
     rows = []
@@ -702,6 +795,66 @@ def _provenance_section(page: _Page, params: Any, records: list[dict[str, Any]])
         seen = sorted(versions.get(name, set()))
         rows.append([name, version, ", ".join(seen) or DASH])
     page.add(_table_html(["Package", "Version (report)", "Versions in results"], rows, 1))
+
+
+def _hardware_block(page: _Page, records: list[dict[str, Any]]) -> None:
+    """Which results ran on which CPU type / ISA level / GPU, with a warning when they differ:
+    the same config gives bit-identical results only on the same hardware."""
+    from tabrepro.provenance import UNRECORDED, hardware_key
+
+    groups: dict[str, dict[str, Any]] = {}
+    for record in records:
+        info = record.get("provenance") or {}
+        group = groups.setdefault(hardware_key(info), {"count": 0, "threads": set(), "results": {}})
+        group["count"] += 1
+        if info.get("threads") is not None:
+            group["threads"].add(f"{info['threads']}" + ("" if info.get("threads_source") == "job" else "?"))
+        label, fold = _result_label(record)
+        group["results"].setdefault(label, set()).update([] if fold is None else [fold])
+    page.add("<h3 id=\"provenance-hardware\">Hardware the results ran on</h3>")
+    if not groups:
+        page.empty("No result files.")
+        return
+    if len(groups) > 1:
+        page.add(f'<p class="warning"><strong>Results from {len(groups)} different hardware '
+                 f'configurations{" (or unrecorded)" if UNRECORDED in groups else ""}.</strong> '
+                 "The same config gives bit-identical results only on the same CPU type (and GPU), "
+                 "so results below that ran on different hardware may differ in their last digits, "
+                 "and reruns elsewhere need not reproduce them exactly.</p>")
+    elif UNRECORDED in groups:
+        page.add('<p class="warning">These results do not record their CPU (written before '
+                 "provenance did): whether they all ran on the same hardware cannot be told.</p>")
+    page.note("CPU model and highest instruction-set level (AVX2, AVX-512, AVX-512 BF16, AMX) the "
+              "libraries could dispatch to, and the GPU when the job computed on one. Threads: the "
+              "job's thread limit ('?' where only the process default was recorded).")
+    rows = []
+    for key, group in sorted(groups.items(), key=lambda item: -item[1]["count"]):
+        which = "; ".join(label + (f" (fold{'s' * (len(folds) > 1)} {_fold_ranges(folds)})" if folds else "")
+                          for label, folds in sorted(group["results"].items()))
+        rows.append([key, group["count"], ", ".join(sorted(group["threads"])) or DASH, which])
+    page.add(_table_html(["CPU · ISA level · GPU", "Result files", "Threads", "Which results"], rows, 1))
+
+
+def _result_label(record: Mapping[str, Any]) -> tuple[str, int | None]:
+    """A result's name without its fold (e.g. 'npt/breast_cancer/knn'), and its fold."""
+    fold = record.get("fold")
+    fold = int(fold) if isinstance(fold, (int, np.integer)) else None
+    if "experiment" in record:
+        parts = ["analysis", record.get("experiment"), record.get("dataset"), record.get("model")]
+    else:
+        parts = [record.get("paper"), record.get("dataset"), record.get("model")]
+    return "/".join(str(p) for p in parts if p is not None), fold
+
+
+def _fold_ranges(folds: Iterable[int]) -> str:
+    """0, 1, 2, 3, 5 -> '0–3, 5'."""
+    spans: list[list[int]] = []
+    for fold in sorted(folds):
+        if spans and fold == spans[-1][1] + 1:
+            spans[-1][1] = fold
+        else:
+            spans.append([fold, fold])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
 
 
 # ---------------------------------------------------------------------------- browser
