@@ -6,6 +6,7 @@
     tabrepro split PAPER DATASET            write the paper's fixed splits for a dataset
     tabrepro train PAPER DATASET MODEL FOLD tune on validation, score on test, write metrics.json
     tabrepro tables PAPER                   aggregate per-fold results into the paper's tables
+    tabrepro scorecard [PAPER]              judge every table cell against the paper's value
     tabrepro jobs                           list every job of the active profile
 
 Errors in inputs (params.yaml, dataset names, downloads) end the command with one line naming the
@@ -163,6 +164,22 @@ def cmd_tables(args: argparse.Namespace) -> None:
         print(path)
 
 
+def cmd_scorecard(args: argparse.Namespace) -> None:
+    """Judge every table cell against the paper; exit 0 even when cells differ (it is a report)."""
+    from tabrepro.reporting.scorecard import build_scorecard, summary, write_scorecard
+
+    params = _params(args)
+    card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
+    default = params.results_dir / "scorecard"
+    out_dir = args.output_dir or (default / args.paper if args.paper else default)
+    for path in write_scorecard(card, out_dir):
+        print(path)
+    for paper, tables in summary(card)["papers"].items():
+        tally = tables["all"]
+        print(f"{paper}: {tally['cells']} cells: {tally['consistent']} consistent, {tally['differs']} "
+              f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabrepro", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -221,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
+    p = add("scorecard", cmd_scorecard, "judge every table cell of the profile against the paper's value "
+            "(consistent / differs / undetermined / not run, with the reason)")
+    p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")
+    p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")
+    p.add_argument("--logs-dir", type=Path, help="the workflow's logs (default: logs/ beside params.yaml)")
 
     from tabrepro.analysis.cli import register  # `analyse` and `report`
 

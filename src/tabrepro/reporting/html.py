@@ -257,7 +257,7 @@ def _scorecard_table(cells: Sequence[Any], sc: Any) -> str:
     css = {sc.DIFFERS: "far", sc.CONSISTENT: "near"}
     rows = [[c.paper, c.table, c.column, c.method, sc.ours_text(c), sc.n_text(c), c.paper_text or DASH,
              sc.delta_text(c), sc.z_text(c), sc.verdict_text(c), sc.notes_text(c)] for c in cells]
-    classes = [[""] * 9 + [css.get(c.verdict_class, ""), ""] for c in cells]
+    classes = [[""] * 9 + [f"text {css.get(c.verdict_class, '')}".strip(), "text"] for c in cells]
     return _table_html(["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "Δ", "z",
                         "Verdict", "Reason / notes"], rows, text_columns=4, classes=classes)
 

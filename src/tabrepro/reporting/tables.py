@@ -274,7 +274,8 @@ def _method_order(
     return [method for method in ordered if method in ours_set or method in paper_set]
 
 
-def _dataset_group(paper_cfg: Mapping[str, Any], dataset: str) -> str | None:
+def dataset_group(paper_cfg: Mapping[str, Any], dataset: str) -> str | None:
+    """The dataset's `group` in params (e.g. BiSHop's Datasets I/II), as text; None without one."""
     spec = paper_cfg.get("datasets", {}).get(dataset) or {}
     group = spec.get("group")
     return None if group is None else str(group)
@@ -301,7 +302,7 @@ def _select_datasets(
     in_paper_table = set(reference_datasets(paper, reference_id, metric))
     selected = []
     for dataset in _dataset_candidates(paper_cfg, dataset_tasks):
-        if group is not None and _dataset_group(paper_cfg, dataset) != str(group):
+        if group is not None and dataset_group(paper_cfg, dataset) != str(group):
             continue
         if dataset in dataset_tasks:
             keep = dataset_tasks[dataset] in tasks
@@ -470,7 +471,7 @@ def _rank_view(
     paper_metrics: Mapping[str, str] = table_cfg.get("paper_metrics", {})
     group = table_cfg.get("group")
     if group is not None:
-        keep = [d for d in frame["dataset"].unique() if _dataset_group(paper_cfg, d) == str(group)]
+        keep = [d for d in frame["dataset"].unique() if dataset_group(paper_cfg, d) == str(group)]
         frame = frame[frame["dataset"].isin(keep)]
     tasks = _dataset_tasks(frame)
     summary = summarize_folds(frame, "se")

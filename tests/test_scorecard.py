@@ -1,0 +1,295 @@
+"""The reproduction scorecard on a tiny, fabricated results tree.
+
+The metrics.json files here are written by hand (with the params digest the real jobs record), so
+that every verdict and every not-run reason is known in advance: agreement, a difference in each
+direction, an undetermined single split, an SD the paper reports, a failed job's log, a dataset that
+could not be downloaded, a model the profile leaves out for want of a GPU, missing folds, a capped
+budget, BiSHop's test-selected numbers and the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+
+from tabrepro.cli import main as tabrepro_main
+from tabrepro.config import Job, Params
+from tabrepro.data.availability import FetchStatus, write_fetch_status
+from tabrepro.reporting.reference import lookup
+from tabrepro.reporting.scorecard import (CONSISTENT, DIFFERS, NOT_RUN, UNDETERMINED, Scorecard,
+                                          ScoreCell, build_scorecard, judge, render_markdown,
+                                          summary, write_scorecard)
+
+REPO = Path(__file__).resolve().parents[1]
+PROFILE = "cardtest"
+HIGGS_ERROR = "HTTP 404 for https://archive.ics.uci.edu/higgs.zip (no mirror copy)"
+
+
+def _result(params: Params, paper: str, dataset: str, model: str, fold: int, task: str,
+            test: dict[str, float], **extra: Any) -> None:
+    """One job's metrics.json, shaped and digested like the ones `tabrepro train` writes."""
+    path = Path(params.results_dir) / paper / dataset / model / f"fold{fold}" / "metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({
+        "paper": paper, "dataset": dataset, "model": model, "fold": fold, "task": task,
+        "metrics": {"test": test, "val": {}}, "wall_time_s": 1.0, "peak_memory_mb": 1.0,
+        "profile": PROFILE, "params_digest": params.job_digest(Job(paper, dataset, model, fold)),
+        **extra}))
+
+
+def _binary(auroc: float, accuracy: float, nll: float) -> dict[str, float]:
+    return {"auroc": auroc, "auc_pct": 100 * auroc, "accuracy_pct": accuracy, "nll": nll}
+
+
+def _log(root: Path, relative: str, text: str) -> Path:
+    path = root / "logs" / "train" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("scorecard")
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw["paths"] = {"data": str(root / "data"), "results": str(root / "results")}
+    raw["profiles"][PROFILE] = {
+        "description": "scorecard test", "max_configs": 2, "folds": [0, 1, 2],
+        "model_overrides": {"knn": {"max_configs": 2, "reason": "kept small for the test"}},
+        "not_run": {"tabnet": "needs a GPU"},
+        "papers": {
+            "npt": {"datasets": ["breast_cancer", "boston", "protein", "higgs"],
+                    "models": ["random_forest", "xgboost", "knn", "catboost", "mlp", "npt"]},
+            "bishop": {"datasets": ["spambase"], "models": ["xgboost"]}}}
+    raw["profile"] = PROFILE
+    params_file = root / "params.yaml"
+    params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    params = Params.from_file(params_file)
+    # breast cancer: Random Forest agrees, XGBoost is far off (worse on every metric), k-NN
+    # lacks fold 2, CatBoost failed on fold 0 (nothing else), an NPT variant failed, MLP not run.
+    for fold, (rf, xgb) in enumerate([(0.988, 0.90), (0.990, 0.91), (0.989, 0.92)]):
+        _result(params, "npt", "breast_cancer", "random_forest", fold, "binary", _binary(rf, 94.2, 0.142))
+        _result(params, "npt", "breast_cancer", "xgboost", fold, "binary", _binary(xgb, 80.0, 0.90 + fold / 100))
+    for fold in (0, 1):
+        _result(params, "npt", "breast_cancer", "knn", fold, "binary", _binary(0.98, 95.0, 0.47))
+    _log(root, "npt/breast_cancer/catboost/fold0.log", "training...\nValueError: boom in catboost\n")
+    _log(root, "npt/breast_cancer/npt/fold0/config0.log", "step 10\nRuntimeError: NaN loss\n\n")
+    # boston: the paper's Table 12 gives an SD; protein is one holdout split on both sides.
+    for fold, mse in enumerate([15.0, 16.0, 17.0]):
+        _result(params, "npt", "boston", "random_forest", fold, "regression",
+                {"rmse": math.sqrt(mse), "mse": mse, "r2_pct": 80.0})
+    # XGBoost on boston: fold 2 failed, folds 0 and 1 are judged.
+    for fold, (rmse, mse) in enumerate([(3.3, 11.0), (3.5, 13.0)]):
+        _result(params, "npt", "boston", "xgboost", fold, "regression", {"rmse": rmse, "mse": mse, "r2_pct": 80.0})
+    _log(root, "npt/boston/xgboost/fold2.log", "MemoryError\n")
+    _result(params, "npt", "protein", "random_forest", 0, "regression",
+            {"rmse": 3.60, "mse": 12.96, "r2_pct": 60.0})
+    write_fetch_status(params.raw_dir(), FetchStatus("higgs", ok=False, error=HIGGS_ERROR))
+    # BiSHop: one split, three seeds (the protocol's repeats).
+    seeds = [_binary(a, 95.0, 0.1) for a in (0.984, 0.985, 0.986)]
+    _result(params, "bishop", "spambase", "xgboost", 0, "binary", _binary(0.985, 95.0, 0.1),
+            test_repeats=seeds)
+    card = build_scorecard(params)
+    return {"root": root, "params": params, "params_file": params_file, "card": card}
+
+
+def cell(card: Scorecard, table: str, column: str, method: str, paper: str = "npt") -> ScoreCell:
+    found = [c for c in card.cells
+             if (c.paper, c.table, c.column, c.method) == (paper, table, column, method)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_consistent_cell_with_standard_errors(workspace):
+    c = cell(workspace["card"], "table10", "breast_cancer", "Random Forest")
+    paper = lookup("npt", "10", "breast_cancer", "Random Forest", "auroc")
+    se_ours = 0.001 / math.sqrt(3)  # sample SD of .988, .990, .989 is 0.001
+    assert c.ours_mean == pytest.approx(0.989) and c.ours_se == pytest.approx(se_ours)
+    assert c.n == 3 and c.n_expected == 3 and c.paper_se == paper.spread
+    assert c.z == pytest.approx((0.989 - paper.value) / math.hypot(se_ours, paper.spread), abs=1e-9)
+    assert c.verdict_class == CONSISTENT and c.verdict == "consistent"
+
+
+def test_differs_with_direction_and_better_or_worse(workspace):
+    card = workspace["card"]
+    auroc = cell(card, "table10", "breast_cancer", "XGBoost")
+    assert auroc.verdict_class == DIFFERS and auroc.verdict == "differs (ours lower)"
+    assert auroc.better_or_worse == "worse" and auroc.z < -2
+    nll = cell(card, "table9", "breast_cancer", "XGBoost")  # lower is better: higher NLL is worse
+    assert nll.verdict == "differs (ours higher)" and nll.better_or_worse == "worse" and nll.z > 2
+
+
+def test_undetermined_without_spread_on_either_side(workspace):
+    c = cell(workspace["card"], "table11", "protein", "Random Forest")
+    assert c.n == 1 and c.ours_se is None and c.paper_se is None
+    assert c.verdict_class == UNDETERMINED and c.verdict == "undetermined (no spread on either side)"
+    assert c.z is None and c.delta == pytest.approx(3.60 - 3.57)
+
+
+def test_paper_standard_deviation_is_turned_into_a_standard_error(workspace):
+    c = cell(workspace["card"], "table12", "boston", "Random Forest")
+    assert c.paper_spread == 9.5 and c.paper_spread_kind == "sd"
+    assert c.paper_se == pytest.approx(9.5 / math.sqrt(10))  # the paper's 10 folds
+    assert c.ours_se == pytest.approx(1.0 / math.sqrt(3))  # our SD of 15, 16, 17 over 3 folds
+    assert c.z == pytest.approx(0.6 / math.hypot(1 / math.sqrt(3), 9.5 / math.sqrt(10)))
+    assert "standard deviation: taken as SE = SD/√10 with its 10 folds" in c.notes
+
+
+def test_not_run_data_not_obtainable_names_the_error(workspace):
+    c = cell(workspace["card"], "table8", "higgs", "Random Forest")
+    assert c.verdict_class == NOT_RUN and c.ours_mean is None
+    assert c.reason == f"data not obtainable: {HIGGS_ERROR}"
+    assert summary(workspace["card"])["unobtainable"] == {"npt": {"higgs": HIGGS_ERROR}}
+
+
+def test_not_run_left_out_by_the_profile(workspace):
+    card = workspace["card"]
+    assert cell(card, "table10", "breast_cancer", "TabNet").reason == "left out by the profile: needs a GPU"
+    lightgbm = cell(card, "table10", "breast_cancer", "LightGBM")
+    assert lightgbm.reason == "left out by the profile (not among its models)"
+    assert lightgbm.budget is None  # no budget to speak of for a model that does not run
+
+
+def test_not_run_job_failed_names_the_log(workspace):
+    root, card = workspace["root"], workspace["card"]
+    catboost = cell(card, "table10", "breast_cancer", "CatBoost")
+    log = root / "logs/train/npt/breast_cancer/catboost/fold0.log"
+    assert catboost.verdict_class == NOT_RUN and catboost.reason.startswith("job failed: ")
+    assert str(log) in catboost.reason and "ValueError: boom in catboost" in catboost.reason
+    assert "1 of 3 folds failed" in catboost.reason and catboost.reason.endswith("; 2 not run yet")
+    npt = cell(card, "table10", "breast_cancer", "NPT")  # per-configuration model: config logs
+    assert str(root / "logs/train/npt/breast_cancer/npt/fold0/config0.log") in npt.reason
+    assert "RuntimeError: NaN loss" in npt.reason
+    assert cell(card, "table10", "breast_cancer", "MLP").reason == "not run yet"
+    # protein was never fetched: nothing ran, and the scorecard says why.
+    assert cell(card, "table11", "protein", "XGBoost").reason == "not run yet (data not fetched yet)"
+
+
+def test_missing_folds_are_judged_and_said_and_budget_cap_shown(workspace):
+    c = cell(workspace["card"], "table10", "breast_cancer", "k-NN")
+    assert c.n == 2 and c.n_expected == 3 and c.verdict_class in (CONSISTENT, DIFFERS)
+    assert "folds missing: 2 of 3 have results (1 not run yet)" in c.notes
+    assert c.budget == "budget capped: 2 of the paper's 480 configurations (kept small for the test)"
+    assert "budget capped" in cell(workspace["card"], "table10", "breast_cancer", "XGBoost").budget
+    boston = cell(workspace["card"], "table11", "boston", "XGBoost")
+    assert boston.n == 2 and boston.verdict_class == CONSISTENT and boston.ours_mean == pytest.approx(3.4)
+    log = workspace["root"] / "logs/train/npt/boston/xgboost/fold2.log"
+    assert (f"folds missing: 2 of 3 have results (1 of 3 folds failed; fold 2: see {log} "
+            f"(last line: MemoryError))") in boston.notes
+
+
+def test_rank_cells_need_every_paper_dataset(workspace):
+    c = cell(workspace["card"], "table1", "binary", "NPT")
+    assert c.verdict_class == NOT_RUN and c.metric == "rank_auroc"
+    assert "every binary dataset of the paper (higgs, income, kick, breast_cancer)" in c.reason
+    assert "missing: higgs (data not obtainable); income, kick (not selected by the profile)" in c.reason
+    assert ("breast_cancer: no results for Gradient Boosting, CatBoost, LightGBM, MLP, TabNet, NPT "
+            "(each cell of the dataset tables says why)") in c.reason
+
+
+def test_bishop_cells_are_marked_test_selected_and_still_judged(workspace):
+    card = workspace["card"]
+    c = cell(card, "fig4_1", "spambase", "XGBoost", paper="bishop")
+    assert c.paper_selected_on == "test" and "ours may sit below" in c.notes
+    assert c.ours_se_basis == "3 seeds" and c.ours_se == pytest.approx(0.1 / math.sqrt(3))  # AUC in %
+    assert c.paper_se is None and "the paper gives no spread: z uses ours alone" in c.notes
+    assert c.verdict == "differs (ours lower)" and c.better_or_worse == "worse"
+    assert all(x.paper_selected_on is None for x in card.cells if x.paper == "npt")
+
+
+def test_summary_counts_per_table_and_paper(workspace):
+    counts = summary(workspace["card"])["papers"]["npt"]
+    # table11: boston and protein x the paper's 9 methods; RF on both and XGBoost on boston judged.
+    assert counts["table11"] == {"consistent": 2, "differs": 0, "undetermined": 1, "not_run": 15,
+                                 "cells": 18}
+    tables = [key for key in counts if key != "all"]
+    for verdict in ("consistent", "differs", "undetermined", "not_run", "cells"):
+        assert counts["all"][verdict] == sum(counts[t][verdict] for t in tables)
+    npt_cells = [c for c in workspace["card"].cells if c.paper == "npt"]
+    assert counts["all"]["cells"] == len(npt_cells)
+    differing = {(c.table, c.column, c.method) for c in npt_cells if c.verdict_class == DIFFERS}
+    assert differing == {(t, "breast_cancer", "XGBoost") for t in ("table8", "table9", "table10")}
+    assert counts["all"]["differs"] == 3
+
+
+def test_judge_never_invents_a_z():
+    assert judge(1.0, None, 2.0, None, "rmse").z is None
+    assert judge(1.0, None, None, 0.1, "rmse").verdict == "undetermined (the paper reports no value)"
+    assert judge(1.0, 0.1, 1.3, None, "rmse").verdict_class == DIFFERS
+    assert judge(1.0, 0.1, 1.3, None, "rmse").better_or_worse == "better"  # lower RMSE
+    assert judge(2.0, 0.5, 1.5, 0.0, "auroc").verdict_class == CONSISTENT  # |z| = 1
+    assert judge(3.0, 0.2, 5.0, 0.3, "rank_auroc").better_or_worse == "better"  # lower rank
+
+
+def test_written_files_and_the_cli(workspace, capsys):
+    params_file, root = str(workspace["params_file"]), workspace["root"]
+    assert tabrepro_main(["--params", params_file, "scorecard"]) == 0  # exit 0 although cells differ
+    out_dir = root / "results" / "scorecard"
+    printed = capsys.readouterr().out
+    assert str(out_dir / "summary.json") in printed and "npt: " in printed
+    written = json.loads((out_dir / "summary.json").read_text())
+    assert written == json.loads(json.dumps(summary(workspace["card"])))
+    frame = pd.read_csv(out_dir / "scorecard.csv")
+    assert len(frame) == len(workspace["card"].cells)
+    assert {"verdict", "z", "paper_selected_on", "budget", "reason", "ours_se", "paper_se"} <= set(frame.columns)
+    markdown = (out_dir / "scorecard.md").read_text()
+    assert markdown == render_markdown(workspace["card"])
+    assert "## Counts" in markdown and HIGGS_ERROR in markdown and "differs (ours lower): worse" in markdown
+    # One paper only: its own directory, so the full scorecard is not overwritten.
+    assert tabrepro_main(["--params", params_file, "scorecard", "bishop"]) == 0
+    only = json.loads((out_dir / "bishop" / "summary.json").read_text())
+    assert list(only["papers"]) == ["bishop"]
+    assert json.loads((out_dir / "summary.json").read_text()) == written
+
+
+def test_cli_input_errors_exit_2_without_files(workspace, tmp_path, capsys):
+    params_file = str(workspace["params_file"])
+    assert tabrepro_main(["--params", params_file, "scorecard", "nopaper",
+                          "--output-dir", str(tmp_path / "a")]) == 2
+    assert "nopaper" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    assert tabrepro_main(["--params", params_file, "--profile", "quick", "scorecard", "bishop",
+                          "--output-dir", str(tmp_path / "b")]) == 2
+    assert "selects no dataset of paper 'bishop'" in capsys.readouterr().err
+    # A result written under other parameters is refused, naming the file.
+    raw = yaml.safe_load(workspace["params_file"].read_text())
+    raw["seed"] = 1
+    edited = tmp_path / "params.yaml"
+    edited.write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert tabrepro_main(["--params", str(edited), "scorecard", "--output-dir", str(tmp_path / "c")]) == 2
+    assert "written under other parameters" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+def test_write_is_atomic_and_leaves_no_temporary_files(workspace, tmp_path):
+    paths = write_scorecard(workspace["card"], tmp_path / "card")
+    assert [p.name for p in paths] == ["scorecard.md", "scorecard.csv", "summary.json"]
+    assert sorted(p.name for p in (tmp_path / "card").iterdir()) == sorted(p.name for p in paths)
+
+
+def test_report_shows_the_scorecard_first(workspace, tmp_path):
+    from tabrepro.reporting.html import INDEX
+
+    params_file, root = str(workspace["params_file"]), workspace["root"]
+    summary_file = root / "results" / "scorecard" / "summary.json"
+    write_scorecard(workspace["card"], summary_file.parent)
+    assert tabrepro_main(["--params", params_file, "report", "--output-dir", str(tmp_path / "r1")]) == 0
+    page = (tmp_path / "r1" / INDEX).read_text(encoding="utf-8")
+    body = page.split("<main>")[1]
+    assert body.lstrip().startswith('<h2 id="scorecard">')
+    section = body.split('id="scorecard"')[1].split("<h2")[0]
+    assert "Also written to" in section and HIGGS_ERROR in section
+    flagged = section.split('id="scorecard-flagged"')[1].split("<details>")[0]
+    assert "differs (ours lower): worse" in flagged and "left out by the profile: needs a GPU" in flagged
+    assert ">consistent<" not in flagged  # only cells that differ or did not run
+    assert f"<details><summary>All {len(workspace['card'].cells)} cells</summary>" in section
+    summary_file.write_text("{}")  # a stale file is called out, the section still built
+    assert tabrepro_main(["--params", params_file, "report", "--output-dir", str(tmp_path / "r2")]) == 0
+    assert "is out of date: run `tabrepro scorecard`" in (tmp_path / "r2" / INDEX).read_text(encoding="utf-8")
+    summary_file.unlink()
+    assert tabrepro_main(["--params", params_file, "report", "--output-dir", str(tmp_path / "r3")]) == 0
+    assert "has not been written: run `tabrepro scorecard`" in (tmp_path / "r3" / INDEX).read_text(encoding="utf-8")
