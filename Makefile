@@ -1,24 +1,61 @@
 # Two commands a user needs: `make run` (the main job) and `make test`.
-# Both create .venv with the pinned dependencies from pyproject.toml if it is missing.
+# Both create .venv from requirements.lock (every package pinned, with hashes) if it is missing
+# or older than the lock; `make lock` regenerates the lock from pyproject.toml's direct pins.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+LOCK   := requirements.lock
 CORES  ?= $(shell nproc)
 PROFILE ?= quick
+# Extra pip options for installing the lock elsewhere, e.g. where torch's CPU wheel is not on disk:
+#   make test PIP_INSTALL_ARGS='--extra-index-url https://download.pytorch.org/whl/cpu'
+PIP_INSTALL_ARGS ?=
+# pip-tools for `make lock`, in a venv of its own so that it never changes .venv's packages.
+# 7.6.x builds PyPI's JSON API address wrongly and then downloads every wheel of every platform
+# to hash it; 7.5.3 reads the hashes from the JSON API.
+PIP_TOOLS  := pip-tools==7.5.3
+LOCK_TOOLS := $(VENV)/lock-tools
+# Everything above this line of requirements.lock is ours and kept by `make lock`.
+LOCK_MARK  := \# ==== pip-compile output below (make lock) ====
 
-.PHONY: run test venv dryrun-paper clean-results help repro dvc-pull
+.PHONY: run test venv lock dryrun-paper clean-results help repro dvc-pull
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-$(STAMP): pyproject.toml
+# The lock installs with --require-hashes (each file checked against the lock); the project itself
+# goes in without dependencies and without build isolation, so that its build backend is the
+# locked setuptools and nothing unlocked is downloaded. `pip check` fails when pyproject's pins
+# and the installed (locked) versions disagree.
+$(STAMP): pyproject.toml $(LOCK)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (need Python 3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --require-hashes $(PIP_INSTALL_ARGS) -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
 
-venv: $(STAMP)  ## create .venv with the pinned dependencies
+venv: $(STAMP)  ## create .venv from requirements.lock
+
+# Resolves pyproject.toml (dependencies, the test extra and the build requirements) on this
+# machine, keeping the lock's current pins where they still fit (UPGRADE=1: newest versions
+# allowed by pyproject). torch must resolve to the local CPU wheel (see requirements.lock's notes).
+lock:  ## regenerate requirements.lock from pyproject.toml (UPGRADE=1 to re-resolve every pin)
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (need Python 3.11)"; exit 1; }
+	test -x $(LOCK_TOOLS)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_TOOLS) && \
+	  $(LOCK_TOOLS)/bin/python -m pip install --quiet $(PIP_TOOLS); }
+	grep -q '^$(LOCK_MARK)$$' $(LOCK) || { echo "error: $(LOCK) lacks the line '$(LOCK_MARK)'"; exit 2; }
+	sed -n '1,/^$(LOCK_MARK)$$/p' $(LOCK) > $(LOCK).notes
+	cp $(LOCK) $(LOCK).new
+	CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_TOOLS)/bin/pip-compile --quiet --generate-hashes \
+	  --allow-unsafe --strip-extras --extra test --all-build-deps --no-emit-index-url \
+	  --no-emit-find-links $(if $(UPGRADE),--upgrade) --output-file $(LOCK).new pyproject.toml \
+	  || { rm -f $(LOCK).new $(LOCK).notes; exit 1; }
+	grep -q '^torch==[^ ]*+cpu ' $(LOCK).new || { rm -f $(LOCK).new $(LOCK).notes; \
+	  echo "error: torch did not resolve to a CPU build; see $(LOCK)'s notes"; exit 2; }
+	cat $(LOCK).notes $(LOCK).new > $(LOCK).tmp && mv $(LOCK).tmp $(LOCK)
+	rm -f $(LOCK).new $(LOCK).notes
 
 run: $(STAMP)  ## main job: the selected profile (default quick: breast cancer, all models, 10 folds)
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds all
