@@ -157,3 +157,55 @@ def test_data_dir_and_mirror_follow_environment(monkeypatch, tmp_path):
     params = Params(RAW)
     assert params.data_dir == tmp_path
     assert params.mirror == "http://127.0.0.1:1/mirror"
+
+
+def _rename(mapping: dict, old: str, new: str) -> None:
+    mapping[new] = mapping.pop(old)
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    # The reported bug: a renamed key in the shared boosting space (anchor &npt_boosting).
+    (lambda r: _rename(r["search_spaces"]["npt_small"]["gradient_boosting"]["params"], "max_depth", "max_dept"),
+     r"at search_spaces\.npt_small\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
+     r"for model 'gradient_boosting'; did you mean 'max_depth'\?"),
+    (lambda r: _rename(r["search_spaces"]["bishop_i"]["xgboost"]["params"], "max_depth", "max_dept"),
+     r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: unknown hyperparameter 'max_dept' for model 'xgboost'"),
+    (lambda r: r["search_spaces"]["npt_small"]["gradient_boosting"]["params"].update(max_depth={"choice": [3, "five"]}),
+     r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' \(takes an int >= 1"),
+    (lambda r: r["search_spaces"]["bishop_i"]["xgboost"]["params"].update(subsample={"uniform": [0.5, 1.5]}),
+     r"bishop_i\.xgboost\.params\.subsample\.uniform: uniform range \[0\.5, 1\.5\] reaches values"),
+    (lambda r: r["search_spaces"]["npt_small"]["random_forest"]["params"].update(
+        criterion={"classification": {"choice": ["gini", "squared_error"]}, "regression": "squared_error"}),
+     r"random_forest\.params\.criterion\.classification\.choice\[1\]: 'squared_error' is not accepted"),
+    (lambda r: r["search_spaces"]["npt_small"]["npt"]["variants"].update(layers16={"n_layer": 16}),
+     r"npt_small\.npt\.variants\.layers16\.n_layer: unknown hyperparameter 'n_layer'.*did you mean 'n_layers'"),
+    (lambda r: r["profiles"]["quick"]["model_overrides"]["npt"]["params"].update(embed_dim="big"),
+     r"at profiles\.quick\.model_overrides\.npt\.params\.embed_dim: 'big' is not accepted"),
+    (lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(n_jobs=4),
+     r"knn\.params\.n_jobs: 'knn' does not take 'n_jobs' from a search space: tabrepro sets the thread count"),
+    (lambda r: r["search_spaces"]["bishop_i"].update(bishop_no_decoder={"n_configs": 1, "params": {"decoder": True}}),
+     r"bishop_no_decoder\.params\.decoder: .*fixed to False by this ablation"),
+    (lambda r: r["search_spaces"]["npt_small"].update(xgbost={"n_configs": 1, "params": {"max_depth": 3}}),
+     r"at search_spaces\.npt_small\.xgbost: unknown model 'xgbost'; did you mean 'xgboost'"),
+])
+def test_search_space_names_types_and_ranges_are_checked_at_load(mutate, expected):
+    with pytest.raises(ParamsError, match=expected):
+        params_with(mutate)
+
+
+def test_a_search_space_value_must_suit_every_task_that_uses_it():
+    """breast_cancer (binary) and boston (regression) share npt_small's random forest entry."""
+    with pytest.raises(ParamsError, match=r"criterion: 'gini' is not accepted by random_forest's 'criterion'"):
+        params_with(lambda r: r["search_spaces"]["npt_small"]["random_forest"]["params"].update(criterion="gini"))
+
+
+def test_cli_stops_with_one_line_naming_the_misspelt_key(tmp_path):
+    text = (REPO / "params.yaml").read_text()
+    assert text.count("max_depth: {choice: [3, 5, 10]}") == 1
+    path = tmp_path / "params.yaml"
+    path.write_text(text.replace("max_depth: {choice: [3, 5, 10]}", "max_dept: {choice: [3, 5, 10]}"))
+    run = subprocess.run([sys.executable, "-m", "tabrepro", "validate", "--params", str(path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "gradient_boosting.params.max_dept" in lines[0] and "did you mean 'max_depth'" in lines[0]

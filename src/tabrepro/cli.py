@@ -1,16 +1,28 @@
 """`tabrepro` command line: the steps the workflow rules call, usable by hand too.
 
-    tabrepro validate                       check params.yaml and print what the profile runs
-    tabrepro fetch DATASET [--mirror M]     download + verify a registry dataset into data/raw/
-    tabrepro prepare DATASET                parse raw files (or the embedded copy) into a table
-    tabrepro split PAPER DATASET            write the paper's fixed splits for a dataset
-    tabrepro train PAPER DATASET MODEL FOLD tune on validation, score on test, write metrics.json
-    tabrepro tables PAPER                   aggregate per-fold results into the paper's tables
-    tabrepro scorecard [PAPER]              judge every table cell against the paper's value
-    tabrepro jobs                           list every job of the active profile
+    tabrepro validate                            check params.yaml (names, types, every model's
+                                                 hyperparameters) and summarise the active profile
+    tabrepro list datasets|models|profiles       what there is: registry datasets and where they
+                                                 come from, models, profiles with their job counts
+    tabrepro jobs                                list every job of the active profile
+    tabrepro fetch DATASET [--mirror M]          download + verify a registry dataset into data/raw/
+    tabrepro prepare DATASET                     parse raw files (or the embedded copy) into a table
+    tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset
+    tabrepro train PAPER DATASET MODEL FOLD      tune on validation, score on test, write metrics.json
+    tabrepro train-config PAPER DATASET MODEL FOLD C   one configuration of a per-config model (NPT, BiSHop)
+    tabrepro select PAPER DATASET MODEL FOLD     choose a per-config model's configuration, score it on test
+    tabrepro tables PAPER                        aggregate per-fold results into the paper's tables
+    tabrepro scorecard [PAPER]                   judge every table cell against the paper's value
+    tabrepro analyse PAPER DATASET EXPERIMENT    one of NPT's analysis experiments
+    tabrepro sparsity PAPER DATASET MODEL --fold K   one feature-sparsity curve job (BiSHop Fig. 4.1)
+    tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves
+    tabrepro report                              the static HTML report
 
-Errors in inputs (params.yaml, dataset names, downloads) end the command with one line naming the
-bad input and exit status 2.
+Errors in inputs (params.yaml, dataset and model names, downloads, missing prepared data, a
+configuration a library refuses, files that cannot be read or written) end the command with one
+line naming the bad input and exit status 2; `--debug` adds the traceback. Anything else is a bug:
+it keeps its traceback and exits with status 1. `tables` and `report` without any results yet
+warn, say what to run, and still write the paper's numbers (exit 0).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from pathlib import Path
 
 from tabrepro import __version__
@@ -26,6 +39,29 @@ from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 
 def _params(args: argparse.Namespace) -> Params:
     return Params.from_file(args.params, profile=args.profile)
+
+
+class InputError(Exception):
+    """Something the command needs is missing or wrong; the message says what to run or fix."""
+
+
+def _require_table(params: Params, source: str) -> None:
+    """The prepared table of a registry source, or an error naming the command that makes it."""
+    from tabrepro.data.table import TABLE_FILE
+
+    path = params.processed_dir(source) / TABLE_FILE
+    if not path.is_file():
+        raise InputError(f"{path} does not exist: run `tabrepro prepare {source}` first")
+
+
+def _require_splits(params: Params, job: Job) -> None:
+    """The job's prepared table and split file, or an error naming the command that makes them."""
+    from tabrepro.splits import fold_path
+
+    _require_table(params, params.source_of(job.paper, job.dataset))
+    path = fold_path(params.split_dir(job.paper, job.dataset), job.fold)
+    if not path.is_file():
+        raise InputError(f"{path} does not exist: run `tabrepro split {job.paper} {job.dataset}` first")
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
@@ -78,6 +114,7 @@ def cmd_split(args: argparse.Namespace) -> None:
 
     params = _params(args)
     entry = params.dataset_entry(args.paper, args.dataset)
+    _require_table(params, entry["source"])
     table = load_table(params.processed_dir(entry["source"]))
     schema = table.schema
     y = None if schema.task == "regression" else table.frame[schema.target].astype(str).to_numpy()
@@ -124,6 +161,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     if _per_config(job.model):
         raise ParamsError(f"{job.model} trains one job per configuration: use `tabrepro train-config` "
                           f"then `tabrepro select` (the workflow does this)")
+    _require_splits(params, job)
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
     out = args.output or params.job_dir(job) / "metrics.json"
     write_result(result, Path(out))
@@ -135,6 +173,7 @@ def cmd_train_config(args: argparse.Namespace) -> None:
 
     params = _params(args)
     job = _job(params, args)
+    _require_splits(params, job)
     out_dir = args.output_dir or params.config_dir(job, args.config)
     result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads)
     _print_result(Path(out_dir), result, split="val")
@@ -147,6 +186,7 @@ def cmd_select(args: argparse.Namespace) -> None:
     job = _job(params, args)
     if not _per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
+    _require_splits(params, job)
     out = Path(args.output or params.job_dir(job) / "metrics.json")
     result = select_config(params, job, out, n_jobs=args.threads)
     write_result(result, out)
@@ -158,6 +198,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
 
     params = _params(args)
     results = collect_current_results(params, args.paper)
+    warn_missing_results(params, [args.paper], len(results), "tables")
     written = build_tables(results, args.paper, params.paper(args.paper), params.tables_dir(args.paper),
                            datasets_filter=params.selected_datasets(args.paper))
     for path in written:
@@ -180,6 +221,26 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
               f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run")
 
 
+def warn_missing_results(params: Params, papers: list[str], n_found: int, command: str) -> None:
+    """Say on stderr when results are missing, and what makes them (the output still goes out:
+    a table or report with the paper's numbers only is useful, and it is not an error)."""
+    expected = sum(len(params.jobs([paper])) for paper in papers)
+    if n_found >= expected:
+        return
+    what = "no results yet" if n_found == 0 else f"results for {n_found} of {expected} jobs"
+    print(f"tabrepro {command}: warning: {what} for {', '.join(papers) or 'any paper'} in "
+          f"{params.results_dir}/ (profile {params.profile_name!r}); the rest shows the paper's numbers "
+          f"only. Run `snakemake --cores N all` (or `tabrepro train ...` per job) first.", file=sys.stderr)
+
+
+def cmd_list(args: argparse.Namespace) -> None:
+    from tabrepro.listing import list_datasets, list_models, list_profiles
+
+    params = _params(args)
+    lister = {"datasets": list_datasets, "models": list_models, "profiles": list_profiles}[args.what]
+    print(lister(params))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tabrepro", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -193,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
         target.add_argument("--profile", default=default(None),
                             help="profile of params.yaml to use (default: its `profile` key)")
         target.add_argument("-q", "--quiet", action="store_true", default=default(False), help="no progress bars")
+        target.add_argument("--debug", action="store_true", default=default(False),
+                            help="show the traceback of an input error too")
 
     add_shared(parser, top_level=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -205,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("validate", cmd_validate, "check params.yaml and summarise the active profile")
+    p = add("list", cmd_list, "list the registry's datasets (papers, task, rows, availability), the models "
+            "(accelerator, job layout, papers) or the profiles (description, job counts)")
+    p.add_argument("what", choices=("datasets", "models", "profiles"))
     add("jobs", cmd_jobs, "list the result file of every job in the active profile")
     p = add("fetch", cmd_fetch, "download and verify a registry dataset into <data>/raw/DATASET")
     p.add_argument("dataset", help="registry name, e.g. protein")
@@ -250,13 +316,64 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Exception classes that mean bad input rather than a bug, by module (imported only when an
+# error happened, so that a command does not pay for importing them).
+_INPUT_ERRORS: dict[str, tuple[str, ...]] = {
+    "tabrepro.config": ("ParamsError",),
+    "tabrepro.data.registry": ("RegistryError", "UnknownDatasetError"),
+    "tabrepro.data.fetch": ("FetchError",),
+    "tabrepro.data.parse": ("ParseError", "MissingRawDataError"),
+    "tabrepro.models.registry": ("UnknownModelError",),
+    "tabrepro.preprocessing": ("PreprocessingError",),
+    "tabrepro.splits": ("SplitError",),
+    "tabrepro.tuning": ("SearchSpaceError",),
+    "tabrepro.training": ("ModelConfigError",),
+    "tabrepro.analysis.settings": ("AnalysisError",),
+    "tabrepro.reporting.tables": ("ResultsError",),
+    "tabrepro.reporting.html": ("ReportError", "BrowserError"),
+}
+
+
+def is_input_error(error: BaseException) -> bool:
+    """Bad input (one line, exit 2) or a bug (traceback, exit 1)?
+
+    Input: the classes above, InputError, and OSError (a file that is missing, unreadable or
+    unwritable, a full disk, a network failure: the message names the file or host). A bare
+    ValueError, TypeError, KeyError, ... is a bug and keeps its traceback.
+    """
+    import importlib
+
+    if isinstance(error, (InputError, OSError)):
+        return True
+    for module_name, names in _INPUT_ERRORS.items():
+        module = sys.modules.get(module_name)
+        if module is None:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+        if isinstance(error, tuple(c for c in (getattr(module, n, None) for n in names) if isinstance(c, type))):
+            return True
+    return False
+
+
+def one_line(error: BaseException) -> str:
+    """The error's message on a single line."""
+    text = str(error) or type(error).__name__
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
-    except (ParamsError, ValueError, FileNotFoundError, OSError) as exc:
-        print(f"tabrepro {args.command}: error: {exc}", file=sys.stderr)
+    except Exception as exc:
+        if not is_input_error(exc):
+            raise  # a bug: Python prints the traceback and exits with status 1
+        if args.debug:
+            traceback.print_exc()
+        print(f"tabrepro {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 

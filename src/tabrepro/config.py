@@ -80,8 +80,8 @@ def validate_schema(raw: dict, source: str = "params.yaml") -> None:
         raise ParamsError(f"{source}: at {_key_path(error.absolute_path)}: {error.message}")
 
 
-def resolve_extends(spaces: dict[str, dict], name: str, source: str = "params.yaml") -> dict[str, dict]:
-    """Flatten a search space's `extends` chain into {model: space}; later definitions win."""
+def extends_chain(spaces: dict[str, dict], name: str, source: str = "params.yaml") -> list[str]:
+    """A search space's name followed by the spaces it extends, nearest first."""
     chain: list[str] = []
     current: str | None = name
     while current is not None:
@@ -91,8 +91,13 @@ def resolve_extends(spaces: dict[str, dict], name: str, source: str = "params.ya
             raise ParamsError(f"{source}: unknown search space {current!r}" + _did_you_mean(current, spaces))
         chain.append(current)
         current = spaces[current].get("extends")
+    return chain
+
+
+def resolve_extends(spaces: dict[str, dict], name: str, source: str = "params.yaml") -> dict[str, dict]:
+    """Flatten a search space's `extends` chain into {model: space}; later definitions win."""
     merged: dict[str, dict] = {}
-    for space_name in reversed(chain):
+    for space_name in reversed(extends_chain(spaces, name, source)):
         merged.update({k: v for k, v in spaces[space_name].items() if k != "extends"})
     return merged
 
@@ -162,9 +167,10 @@ class Params:
                     if metric not in HIGHER_IS_BETTER:
                         self._fail(f"papers.{paper}.tables.{table}", f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER))
         for profile, pcfg in raw["profiles"].items():
-            for model in pcfg.get("model_overrides") or {}:
-                if model not in MODEL_NAMES:
-                    self._fail(f"profiles.{profile}.model_overrides", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+            for section in ("model_overrides", "not_run"):
+                for model in pcfg.get(section) or {}:
+                    if model not in MODEL_NAMES:
+                        self._fail(f"profiles.{profile}.{section}", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
             for paper, sel in pcfg["papers"].items():
                 where = f"profiles.{profile}.papers.{paper}"
                 if paper not in raw["papers"]:
@@ -174,6 +180,65 @@ class Params:
                     for i, name in enumerate([] if sel[kind] == "all" else sel[kind]):
                         if name not in known:
                             self._fail(f"{where}.{kind}[{i}]", f"unknown {kind[:-1]} {name!r} for paper {paper!r}" + _did_you_mean(name, known))
+                        if kind == "models" and name in (pcfg.get("not_run") or {}):
+                            self._fail(f"{where}.models[{i}]", f"{name!r} is also listed in profiles.{profile}.not_run; keep one")
+        self._check_hyperparameters(sources)
+
+    def _check_hyperparameters(self, sources: dict) -> None:
+        """Every search-space entry and profile override against what its model accepts.
+
+        Names, types and ranges come from tabrepro.models.hyperparameters (a manifest read from
+        disk, so no library is imported here). A value must suit every task it is used for: the
+        tasks of the datasets whose search space resolves to this entry (or, for an override, that
+        the profile runs the model on); an entry no dataset uses must suit some task.
+        """
+        from tabrepro.models.hyperparameters import check_params
+        from tabrepro.models.registry import MODEL_NAMES
+
+        raw = self.raw
+        spaces = raw["search_spaces"]
+        family = {"binary": "classification", "multiclass": "classification", "regression": "regression"}
+        used: dict[tuple[str, str], set[str]] = {}  # (space, model) -> task families using that entry
+        for cfg in raw["papers"].values():
+            for entry in cfg["datasets"].values():
+                chain = extends_chain(spaces, entry["search_space"], self.source)
+                task_family = family[sources[entry["source"]].task]
+                for model in {m for name in chain for m in spaces[name] if m != "extends"}:
+                    owner = next(name for name in chain if model in spaces[name])
+                    used.setdefault((owner, model), set()).add(task_family)
+
+        def check(where: str, model: str, params: dict, families: set[str] | None) -> None:
+            problem = check_params(model, params, families, _did_you_mean)
+            if problem is not None:
+                path, message = problem
+                self._fail(_key_path([where, *path]), message)
+
+        for space_name, space in spaces.items():
+            for model, entry in space.items():
+                if model == "extends":
+                    continue
+                where = f"search_spaces.{space_name}.{model}"
+                if model not in MODEL_NAMES:
+                    self._fail(where, f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+                families = used.get((space_name, model))
+                check(f"{where}.params", model, entry.get("params") or {}, families)
+                for variant, overrides in (entry.get("variants") or {}).items():
+                    check(f"{where}.variants.{variant}", model, overrides or {}, families)
+        for profile, pcfg in raw["profiles"].items():
+            for model, override in (pcfg.get("model_overrides") or {}).items():
+                families = self._override_families(profile, model, sources, family)
+                check(f"profiles.{profile}.model_overrides.{model}.params", model, override.get("params") or {}, families)
+
+    def _override_families(self, profile: str, model: str, sources: dict, family: dict[str, str]) -> set[str]:
+        """Task families of the datasets on which a profile runs a model (empty when none)."""
+        found = set()
+        for paper, sel in self.raw["profiles"][profile]["papers"].items():
+            cfg = self.raw["papers"][paper]
+            models = self.all_models(paper) if sel["models"] == "all" else sel["models"]
+            datasets = list(cfg["datasets"]) if sel["datasets"] == "all" else sel["datasets"]
+            if model in models:
+                found.update(family[sources[cfg["datasets"][d]["source"]].task] for d in datasets)
+        return found
 
     # ----------------------------------------------------------------------------- accessors
     @property
@@ -206,7 +271,45 @@ class Params:
     def _selected(self, paper: str, kind: str) -> list[str]:
         sel = self.profile["papers"].get(paper, {kind: []})[kind]
         known = self.all_models(paper) if kind == "models" else list(self.paper(paper)[kind])
-        return known if sel == "all" else list(sel)
+        chosen = known if sel == "all" else list(sel)
+        if kind == "models":
+            chosen = [m for m in chosen if self.not_run_reason(m) is None]
+        return chosen
+
+    def not_run_reason(self, model: str) -> str | None:
+        """Why the active profile leaves a model out (its `not_run` entry), or None."""
+        return (self.profile.get("not_run") or {}).get(model)
+
+    def not_run_models(self, paper: str) -> dict[str, str]:
+        """The paper's models that the active profile leaves out, with the reason for each."""
+        return {m: r for m in self.all_models(paper) if (r := self.not_run_reason(m)) is not None}
+
+    def budget_note(self, paper: str, dataset: str, model: str) -> str | None:
+        """How the active profile's budget departs from the paper's for this cell, or None.
+
+        A capped search (fewer configurations than the paper's) or parameters forced by the
+        profile's `model_overrides` make the cell a different experiment; the override's `reason`
+        says why, and the scorecard shows it.
+        """
+        override = self._model_override(model)
+        space_name = self.dataset_entry(paper, dataset)["search_space"]
+        spaces = resolve_extends(self.raw["search_spaces"], space_name, self.source)
+        if model not in spaces:
+            return None
+        paper_space = spaces[model]
+        wanted = paper_space["n_configs"]
+        if "variants" in paper_space:
+            wanted = min(wanted, len(paper_space["variants"]))
+        ran = self.n_configs(paper, dataset, model)
+        parts = []
+        if ran < wanted:
+            parts.append(f"{ran} of the paper's {wanted} configurations")
+        if override.get("params"):
+            parts.append("fixed " + ", ".join(f"{k}={v}" for k, v in override["params"].items()))
+        if not parts:
+            return None
+        reason = override.get("reason")
+        return "budget capped: " + "; ".join(parts) + (f" ({reason})" if reason else "")
 
     def all_models(self, paper: str) -> list[str]:
         """The paper's methods, then models that only its ablation tables list (e.g. BiSHop's)."""

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tabrepro.config import Job, Params
+from tabrepro.config import Job, Params, ParamsError
 from tabrepro.data.table import atomic_write_bytes, load_table
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.models.base import FitContext, TabularModel
@@ -26,7 +27,7 @@ from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
 from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
-from tabrepro.splits import Split, fold_path, load_split
+from tabrepro.splits import Split, SplitError, fold_path, load_split
 from tabrepro.tuning import sample_configs, select_best, variant_names
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,8 @@ def load_fold(params: Params, job: Job) -> FoldData:
     split_file = fold_path(params.split_dir(job.paper, job.dataset), job.fold)
     split = load_split(split_file)
     if len(split.roles) != schema.n_rows:
-        raise ValueError(f"{split_file}: {len(split.roles)} rows, but table {source!r} has {schema.n_rows}")
+        raise SplitError(f"{split_file}: {len(split.roles)} rows, but table {source!r} has {schema.n_rows}: "
+                         f"run `tabrepro split {job.paper} {job.dataset}` again")
     features = Preprocessor().fit(table.frame, schema, split.train)
     target = TargetEncoder().fit(table.frame, schema, split.train)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
@@ -90,14 +92,51 @@ def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, targe
     return compute_metrics(task, y_encoded, proba=outputs)
 
 
+class ModelConfigError(ValueError):
+    """A model or its library refused a configuration: bad input, reported on one line (exit 2)."""
+
+
+# Exceptions the boosting libraries raise for options they refuse (they derive from neither
+# ValueError nor TypeError).
+_LIBRARY_ERRORS = ("CatBoostError", "XGBoostError", "LightGBMError")
+
+
+def _refused_configuration(error: BaseException, config: dict) -> bool:
+    """Whether an exception from building or fitting a model is the configuration's fault.
+
+    A boosting library's own error, scikit-learn's parameter validation, or a TypeError /
+    ValueError whose message names one of the configuration's keys (libraries write them with
+    underscores or spaces). Anything else is treated as a bug and keeps its traceback.
+    """
+    name = type(error).__name__
+    if name in _LIBRARY_ERRORS or name == "InvalidParameterError":
+        return True
+    if not isinstance(error, (TypeError, ValueError)):
+        return False
+    message = str(error)
+    return any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(str(key)).replace("_", "[_ ]") + r"(?![A-Za-z0-9_])", message)
+               for key in config if len(str(key)) > 1)
+
+
 def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: dict, *,
                 n_jobs: int, work_dir: Path | None = None, repeat: int = 0) -> TabularModel:
-    """Fit configuration `index`; repeat r > 0 retrains it with a further seed (see `repeats`)."""
+    """Fit configuration `index`; repeat r > 0 retrains it with a further seed (see `repeats`).
+
+    A configuration the model or its library refuses becomes a ModelConfigError naming the job,
+    the configuration and the library's message, instead of a traceback.
+    """
     names = (*job.names(), "model", index) + (("repeat", repeat) if repeat else ())
-    model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *names),
-                                       n_jobs=n_jobs, n_classes=data.n_classes)
     tr, va = data.split.train, data.split.val
-    return model.fit(data.X[tr], data.y[tr], data.X[va], data.y[va], context=data.context(work_dir))
+    try:
+        model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *names),
+                                           n_jobs=n_jobs, n_classes=data.n_classes)
+        return model.fit(data.X[tr], data.y[tr], data.X[va], data.y[va], context=data.context(work_dir))
+    except Exception as error:
+        if not _refused_configuration(error, config):
+            raise
+        message = " ".join(str(error).split())
+        raise ModelConfigError(f"{job.paper}/{job.dataset}/{job.model} fold {job.fold}: configuration {index} "
+                               f"{config} was refused: {type(error).__name__}: {message}") from error
 
 
 def _record(params: Params, job: Job, data: FoldData, started: float) -> dict:
@@ -192,8 +231,8 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
     if not 0 <= config_index < len(configs):
-        raise ValueError(f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
-                         f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}")
+        raise ParamsError(f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
+                          f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}")
     config = configs[config_index]
     out_dir = Path(out_dir)
     state = _state_dir(out_dir, params, data, config)
@@ -247,7 +286,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
             raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_config job first)")
         result = json.loads(path.read_text())
         if result["params_digest"] != digest:
-            raise ValueError(f"{path} was written under different parameters; rerun that configuration")
+            raise ParamsError(f"{path} was written under different parameters; rerun that configuration")
         results.append(result)
     metric = SELECTION_METRIC[data.task]
     val_scores = [r["metrics"]["val"][metric] for r in results]

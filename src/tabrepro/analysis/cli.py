@@ -6,7 +6,9 @@
     tabrepro report [--output-dir DIR]                     the static HTML report
 
 `register(add)` receives tabrepro.cli's `add(name, func, help_text)` helper (which attaches the
-shared --params/--profile/--quiet options) and adds the subcommands.
+shared --params/--profile/--quiet/--debug options) and adds the subcommands. Errors follow
+tabrepro.cli's rule: bad input is one line and exit 2, a bug keeps its traceback. `report` without
+results warns and says what to run, then builds the page with the papers' numbers (exit 0).
 """
 
 from __future__ import annotations
@@ -63,7 +65,13 @@ def cmd_sparsity_plot(args: argparse.Namespace) -> None:
 def cmd_report(args: argparse.Namespace) -> None:
     from tabrepro.reporting.html import build_report
 
+    from tabrepro.cli import warn_missing_results
+    from tabrepro.reporting.tables import collect_current_results
+
     params = _params(args)
+    papers = [paper for paper in params.papers if params.jobs([paper])]
+    found = sum(len(collect_current_results(params, paper)) for paper in papers)
+    warn_missing_results(params, papers, found, "report")
     out_dir = args.output_dir or Path(params.results_dir) / "report"
     index = build_report(params, Path(out_dir))
     print(index)

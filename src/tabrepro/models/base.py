@@ -43,6 +43,8 @@ from threadpoolctl import threadpool_limits
 if TYPE_CHECKING:
     import torch
 
+    from tabrepro.models.hyperparameters import Hyperparameters
+
 __all__ = [
     "Task",
     "TASKS",
@@ -114,6 +116,12 @@ class TabularModel(ABC):
     # True: one workflow job per configuration (each is long, e.g. an NPT variant), then a
     # selection job; False: one job per fold loops over the configurations.
     per_config_jobs: ClassVar[bool] = False
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """The search-space names this model accepts; params.yaml is checked against them when it
+        is loaded (tabrepro.models.hyperparameters), so a typo cannot be silently ignored."""
+        raise NotImplementedError(f"{cls.__name__} does not declare its hyperparameters")
 
     def __init__(
         self,
@@ -380,9 +388,11 @@ class EstimatorModel(TabularModel):
     the keyword arguments tabrepro owns, and how the search space's names translate.
     """
 
+    @classmethod
     @abstractmethod
-    def _estimator_classes(self) -> tuple[type, type]:
-        """(classifier, regressor). Import the library here so that it loads on first fit only."""
+    def _estimator_classes(cls) -> tuple[type, type]:
+        """(classifier, regressor). Import the library here so that it loads on first fit only.
+        A classmethod: the hyperparameter manifest reads the classes' signatures without a model."""
 
     def _owned_kwargs(self) -> dict[str, Any]:
         """Settings tabrepro owns (seed, threads, verbosity); a search space may not set them."""

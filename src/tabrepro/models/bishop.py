@@ -18,6 +18,7 @@ import numpy as np
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.models.base import TabularModel
+from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
 
 __all__ = ["ABLATIONS", "BiSHopModel", "ablation_models"]
 
@@ -41,6 +42,24 @@ class BiSHopModel(TabularModel):
     accelerator = "gpu"
     per_config_jobs = True
     fixed: ClassVar[dict[str, Any]] = {}  # switches an ablation fixes on top of the configuration
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """BiSHopConfig's fields with their annotated types; ranges as BiSHopConfig.validate checks
+        them. An ablation's fixed switch is refused: the ablation would override it silently."""
+        positive = (1, None, "both")
+        ranges = {
+            **{name: positive for name in ("embed_dim", "patch_size", "d_model", "n_heads", "ffn_dim", "n_pooling",
+                                           "n_levels", "merge_factor", "n_decoded", "block_mlp_hidden", "batch_size",
+                                           "eval_batch_size", "max_epochs", "checkpoint_every_epochs",
+                                           "early_stopping_patience")},
+            "dropout": (0.0, 1.0, "left"), "head_dropout": (0.0, 1.0, "left"), "alpha_init": (1.0, 2.0, "neither"),
+            "beta": (0.0, None, "neither"), "lr": (0.0, None, "neither"), "lr_factor": (0.0, 1.0, "neither"),
+            "lr_patience": (0, None, "both"), "grad_clip_norm": (0.0, None, "neither"),
+            "shared_embed_dim": (0, None, "both"),
+        }
+        owned = {"seed": SEED, **{key: f"fixed to {value!r} by this ablation" for key, value in cls.fixed.items()}}
+        return Hyperparameters(owned=owned, reads=dataclass_rules(BiSHopConfig, exclude=set(owned), ranges=ranges))
 
     def _config(self) -> BiSHopConfig:
         values: dict[str, Any] = dict(self.params)

@@ -3,8 +3,9 @@
 CatBoost reads the NPT names `n_estimators` and `max_depth` as aliases of `iterations` and
 `depth`. `bagging_temperature` only acts under Bayesian bootstrap, while CatBoost's CPU default is
 MVS, which ignores it without a word; so when a space sets bagging_temperature and no
-bootstrap_type we select Bayesian. Nothing is written to disk (no catboost_info directory) and
-nothing is logged.
+bootstrap_type we select Bayesian, and refuse it beside any other bootstrap_type. Nothing is
+written to disk (no catboost_info directory) and nothing is logged: CatBoost has no warnings-only
+level, and the conflicting options we know of raise a CatBoostError (one line, see training).
 """
 
 from __future__ import annotations
@@ -14,12 +15,33 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
+                                             estimator_library, integer, nullable, number)
 
 
 class CatBoostModel(EstimatorModel):
     name = "catboost"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """CatBoost's signature has names but no types; the types and ranges of the names the
+        papers tune come from CatBoost's documentation."""
+        positive_int, non_negative = nullable(integer(1)), nullable(number(0.0))
+        files = "tabrepro writes no CatBoost files"
+        return Hyperparameters(
+            library=estimator_library(cls),
+            owned={"random_seed": SEED, "random_state": SEED, "thread_count": THREADS, "logging_level": LOGGING,
+                   "verbose": LOGGING, "silent": LOGGING, "allow_writing_files": files, "train_dir": files},
+            reads={"depth": nullable(integer(1, 16)), "max_depth": nullable(integer(1, 16)),
+                   "iterations": positive_int, "n_estimators": positive_int,
+                   "learning_rate": nullable(number(0.0, None, closed="neither")),
+                   "l2_leaf_reg": non_negative, "bagging_temperature": non_negative,
+                   "leaf_estimation_iterations": positive_int, "border_count": nullable(integer(1, 65535)),
+                   "subsample": nullable(FRACTION_OPEN_LOW), "rsm": nullable(FRACTION_OPEN_LOW)},
+        )
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from catboost import CatBoostClassifier, CatBoostRegressor
 
         return CatBoostClassifier, CatBoostRegressor
@@ -35,4 +57,7 @@ class CatBoostModel(EstimatorModel):
     def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         if "bagging_temperature" in params:
             params.setdefault("bootstrap_type", "Bayesian")
+            if params["bootstrap_type"] != "Bayesian":  # CatBoost would ignore it without a word
+                raise ValueError(f"catboost: bagging_temperature only acts with bootstrap_type Bayesian, "
+                                 f"got bootstrap_type {params['bootstrap_type']!r}")
         return params

@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.models.base import CategoricalLayout, TorchModel
+from tabrepro.models.hyperparameters import (DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters,
+                                             integer)
 
 __all__ = ["FTTransformerModel"]
 
@@ -40,6 +42,24 @@ class FTTransformerModel(TorchModel):
     """FT-Transformer with embedded categorical features, trained by TorchModel's loop."""
 
     name = "ft_transformer"
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """rtdl's FTTransformer and backbone keywords, and TorchModel's training keys."""
+
+        def library() -> dict[str, tuple[type, ...]]:
+            from rtdl_revisiting_models import FTTransformer, FTTransformerBackbone
+
+            return {family: (FTTransformer, FTTransformerBackbone) for family in ("classification", "regression")}
+
+        return Hyperparameters(
+            library=library,
+            owned={"n_cont_features": DATA_SHAPE, "cat_cardinalities": DATA_SHAPE, "d_out": DATA_SHAPE,
+                   "n_tokens": DATA_SHAPE},
+            reads={**TORCH_TRAINING_RULES, "n_blocks": integer(1), "d_block": integer(1),
+                   "attention_n_heads": integer(1), "attention_dropout": DROPOUT, "ffn_dropout": DROPOUT,
+                   "residual_dropout": DROPOUT},
+        )
     TRAINING_DEFAULTS: ClassVar[dict[str, Any]] = {
         **TorchModel.TRAINING_DEFAULTS,
         "lr": 1e-4,

@@ -10,12 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import LOGGING, SEED, Hyperparameters, estimator_library
 
 
 class GradientBoostingModel(EstimatorModel):
     name = "gradient_boosting"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        return Hyperparameters(library=estimator_library(cls), owned={"random_state": SEED, "verbose": LOGGING})
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
 
         return GradientBoostingClassifier, GradientBoostingRegressor

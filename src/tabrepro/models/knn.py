@@ -11,12 +11,18 @@ from typing import Any
 
 import numpy as np
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import THREADS, Hyperparameters, estimator_library
 
 
 class KNNModel(EstimatorModel):
     name = "knn"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        return Hyperparameters(library=estimator_library(cls), owned={"n_jobs": THREADS})
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
         return KNeighborsClassifier, KNeighborsRegressor

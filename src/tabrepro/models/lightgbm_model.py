@@ -13,12 +13,32 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.library_log import lightgbm_logging
+from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
+                                             estimator_library, integer, number)
 
 
 class LightGBMModel(EstimatorModel):
     name = "lightgbm"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """The estimator's named keywords only (LightGBM takes any other keyword and only warns
+        about an unknown one). Ranges: LightGBM's parameter documentation."""
+        return Hyperparameters(
+            library=estimator_library(cls),
+            owned={"random_state": SEED, "n_jobs": THREADS, "verbosity": LOGGING, "verbose": LOGGING,
+                   "deterministic": "always on, for bit-identical results",
+                   "force_row_wise": "always on, for bit-identical results"},
+            reads={"num_leaves": integer(1, 131072, closed="right"),
+                   "learning_rate": number(0.0, None, closed="neither"), "n_estimators": integer(0),
+                   "subsample": FRACTION_OPEN_LOW, "colsample_bytree": FRACTION_OPEN_LOW,
+                   "min_child_samples": integer(0), "min_child_weight": number(0.0),
+                   "min_split_gain": number(0.0), "reg_alpha": number(0.0), "reg_lambda": number(0.0)},
+        )
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from lightgbm import LGBMClassifier, LGBMRegressor
 
         return LGBMClassifier, LGBMRegressor
@@ -27,10 +47,15 @@ class LightGBMModel(EstimatorModel):
         return {
             "random_state": self.seed,
             "n_jobs": self.n_jobs,
-            "verbosity": -1,
+            "verbosity": 0,  # warnings on: each reaches the job's log once (library_log)
             "deterministic": True,
             "force_row_wise": True,
         }
+
+    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
+             y_val: np.ndarray | None) -> None:
+        with lightgbm_logging():
+            super()._fit(X_train, y_train, X_val, y_val)
 
     def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         if float(params.get("subsample", 1.0)) < 1.0:

@@ -34,6 +34,7 @@ import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.models.base import EarlyStopper, EstimatorModel, Task
+from tabrepro.models.hyperparameters import LOGGING, SEED, Hyperparameters, estimator_library, integer, options
 
 if TYPE_CHECKING:
     from sklearn.neural_network import MLPClassifier, MLPRegressor
@@ -45,6 +46,19 @@ _TRAINING_KEYS = ("max_epochs", "patience")  # read by the wrapper, not by sciki
 
 class MLPModel(EstimatorModel):
     name = "mlp"
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """scikit-learn's names, less those this epoch-by-epoch loop sets or never uses, plus its
+        own max_epochs / patience; `solver` is limited to the ones partial_fit supports."""
+        loop = "training runs one partial_fit per epoch with tabrepro's early stopping (use max_epochs/patience)"
+        return Hyperparameters(
+            library=estimator_library(cls),
+            owned={"random_state": SEED, "verbose": LOGGING, "shuffle": "always on (a seeded shuffle per epoch)",
+                   "warm_start": loop, "max_iter": loop, "early_stopping": loop, "validation_fraction": loop,
+                   "max_fun": "only used by solver lbfgs, which partial_fit does not support"},
+            reads={"max_epochs": integer(1), "patience": integer(1), "solver": options("adam", "sgd")},
+        )
 
     def __init__(
         self,
@@ -109,7 +123,8 @@ class MLPModel(EstimatorModel):
         self._estimator = estimator
         self.fit_info_.update(stopper.info(X_val is not None))
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from sklearn.neural_network import MLPClassifier, MLPRegressor
 
         return MLPClassifier, MLPRegressor

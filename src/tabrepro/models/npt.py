@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.models.base import TabularModel
+from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
 from tabrepro.npt.config import NPTConfig
 
 __all__ = ["NPTModel"]
@@ -33,6 +34,21 @@ class NPTModel(TabularModel):
     name: ClassVar[str] = "npt"
     accelerator = "gpu"
     per_config_jobs = True
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """NPTConfig's fields with their annotated types; ranges as NPTConfig.validate checks them."""
+        unit, positive = (0.0, 1.0, "both"), (1, None, "both")
+        ranges = {
+            **{name: positive for name in ("embed_dim", "n_layers", "n_heads", "rff_expansion", "max_steps",
+                                           "batch_size", "lookahead_k", "eval_every_epochs",
+                                           "checkpoint_every_steps", "n_cycles")},
+            **{name: (0.0, 1.0, "left") for name in ("attention_dropout", "hidden_dropout", "embedding_dropout")},
+            **{name: unit for name in ("p_feature", "p_target", "p_randomise", "flat_fraction",
+                                       "warmup_fraction", "feature_loss_weight")},
+            "lookahead_alpha": (0.0, 1.0, "right"), "lr": (0.0, None, "neither"),
+        }
+        return Hyperparameters(owned={"seed": SEED}, reads=dataclass_rules(NPTConfig, exclude={"seed"}, ranges=ranges))
 
     def _config(self) -> NPTConfig:
         values: dict[str, Any] = dict(self.params)

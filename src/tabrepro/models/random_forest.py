@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import LOGGING, SEED, THREADS, Hyperparameters, estimator_library, options
 
 
 def translate_max_features(value: Any) -> Any:
@@ -22,7 +23,14 @@ def translate_max_features(value: Any) -> Any:
 class RandomForestModel(EstimatorModel):
     name = "random_forest"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        return Hyperparameters(library=estimator_library(cls),
+                               owned={"random_state": SEED, "n_jobs": THREADS, "verbose": LOGGING},
+                               translates={"max_features": options("all")})
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
         return RandomForestClassifier, RandomForestRegressor

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.models.base import TorchModel
+from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
 
 __all__ = ["ResNetModel"]
 
@@ -35,6 +36,21 @@ class ResNetModel(TorchModel):
     """ResNet on the one-hot matrix, trained by TorchModel's loop."""
 
     name = "resnet"
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """rtdl's ResNet keywords and TorchModel's training keys."""
+
+        def library() -> dict[str, tuple[type, ...]]:
+            from rtdl_revisiting_models import ResNet
+
+            return {family: (ResNet,) for family in ("classification", "regression")}
+
+        return Hyperparameters(
+            library=library, owned={"d_in": DATA_SHAPE, "d_out": DATA_SHAPE},
+            reads={**TORCH_TRAINING_RULES, "n_blocks": integer(1), "d_block": integer(1),
+                   "dropout1": DROPOUT, "dropout2": DROPOUT},
+        )
     TRAINING_DEFAULTS: ClassVar[dict[str, Any]] = {
         **TorchModel.TRAINING_DEFAULTS,
         "lr": 1e-3,

@@ -50,6 +50,8 @@ import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.models.base import CategoricalLayout, TabularModel, save_state_dict, torch_session
+from tabrepro.models.hyperparameters import (DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number,
+                                             options)
 
 __all__ = ["TabNetModel"]
 
@@ -119,6 +121,23 @@ class TabNetModel(TabularModel):
 
     name = "tabnet"
     accelerator = "gpu"
+
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """The TabNet constructor's names (less what the wrapper sets) and the wrapper's own keys."""
+        wrapper = "set by the wrapper (use lr, weight_decay, scheduler_step_size, scheduler_gamma)"
+        return Hyperparameters(
+            library=lambda: {"classification": (_library().classifier,), "regression": (_library().regressor,)},
+            owned={"seed": SEED, "verbose": LOGGING, "device_name": "CUDA when present, else CPU",
+                   "cat_idxs": DATA_SHAPE, "cat_dims": DATA_SHAPE, "input_dim": DATA_SHAPE, "output_dim": DATA_SHAPE,
+                   "optimizer_fn": wrapper, "optimizer_params": wrapper, "scheduler_fn": wrapper,
+                   "scheduler_params": wrapper},
+            reads={"batch_size": integer(1), "virtual_batch_size": integer(1), "max_epochs": integer(1),
+                   "patience": integer(1), "lr": number(0.0, None, closed="neither"), "weight_decay": number(0.0),
+                   "scheduler_step_size": integer(1), "scheduler_gamma": number(0.0, None, closed="neither"),
+                   "cat_encoding": options(*CAT_ENCODINGS), "mask_type": options("sparsemax", "entmax"),
+                   "n_d": integer(1), "n_a": integer(1), "n_steps": integer(1)},
+        )
 
     def _settings(self) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
         """(fit settings, StepLR settings, cat encoding, constructor params) from params."""

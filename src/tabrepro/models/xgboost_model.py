@@ -12,18 +12,44 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.library_log import relayed_warnings
+from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
+                                             estimator_library, integer, nullable, number)
 
 
 class XGBoostModel(EstimatorModel):
     name = "xgboost"
 
-    def _estimator_classes(self) -> tuple[type, type]:
+    @classmethod
+    def declared_hyperparameters(cls) -> Hyperparameters:
+        """The estimator's named keywords only: XGBoost also takes any other keyword and ignores
+        an unknown one, so a name outside its signature is refused here. Ranges: XGBoost's
+        parameter documentation (they are not in its signature)."""
+        non_negative = nullable(number(0.0))
+        return Hyperparameters(
+            library=estimator_library(cls),
+            owned={"random_state": SEED, "n_jobs": THREADS, "verbosity": LOGGING},
+            reads={"max_depth": nullable(integer(0)), "learning_rate": nullable(number(0.0, 1.0)),
+                   "subsample": nullable(FRACTION_OPEN_LOW), "colsample_bytree": nullable(FRACTION_OPEN_LOW),
+                   "colsample_bylevel": nullable(FRACTION_OPEN_LOW), "colsample_bynode": nullable(FRACTION_OPEN_LOW),
+                   "min_child_weight": non_negative, "gamma": non_negative, "max_delta_step": non_negative,
+                   "reg_alpha": non_negative, "reg_lambda": non_negative, "n_estimators": nullable(integer(1))},
+        )
+
+    @classmethod
+    def _estimator_classes(cls) -> tuple[type, type]:
         from xgboost import XGBClassifier, XGBRegressor
 
         return XGBClassifier, XGBRegressor
 
     def _owned_kwargs(self) -> dict[str, Any]:
-        return {"random_state": self.seed, "n_jobs": self.n_jobs, "verbosity": 0}
+        # Warning level: an ignored parameter is reported (once, in the job's log; library_log).
+        return {"random_state": self.seed, "n_jobs": self.n_jobs, "verbosity": 1}
+
+    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
+             y_val: np.ndarray | None) -> None:
+        with relayed_warnings("xgboost"):
+            super()._fit(X_train, y_train, X_val, y_val)
 
     def _translate_params(self, params: dict[str, Any], X_train: np.ndarray) -> dict[str, Any]:
         params.setdefault("tree_method", "hist")
