@@ -35,14 +35,13 @@ from pathlib import Path
 
 from tabrepro import __version__
 from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
+from tabrepro.errors import InputError
 
 
 def _params(args: argparse.Namespace) -> Params:
     return Params.from_file(args.params, profile=args.profile)
 
 
-class InputError(Exception):
-    """Something the command needs is missing or wrong; the message says what to run or fix."""
 
 
 def _require_table(params: Params, source: str) -> None:
@@ -74,19 +73,38 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_jobs(args: argparse.Namespace) -> None:
+    from tabrepro.data.availability import unobtainable_datasets
+
     params = _params(args)
+    unobtainable = {(paper, dataset): error for paper in params.papers
+                    for dataset, error in unobtainable_datasets(params, paper).items()}
+    for paper, dataset in unobtainable:
+        print(f"tabrepro jobs: leaving out {paper}/{dataset}: its download failed "
+              f"({unobtainable[paper, dataset]})", file=sys.stderr)
     for job in params.jobs():
-        print(params.job_dir(job) / "metrics.json")
+        if (job.paper, job.dataset) not in unobtainable:
+            print(params.job_dir(job) / "metrics.json")
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
-    from tabrepro.data.fetch import fetch_dataset
+    from tabrepro.data.availability import FetchStatus, write_fetch_status
+    from tabrepro.data.fetch import FetchError, fetch_dataset
 
     params = _params(args)
     fetch = params.raw["fetch"]
-    files = fetch_dataset(args.dataset, params.raw_dir(), mirror=args.mirror or params.mirror,
-                          retries=fetch["retries"], backoff_seconds=fetch["backoff_seconds"],
-                          timeout_seconds=fetch["timeout_seconds"], progress=not args.quiet)
+    try:
+        files = fetch_dataset(args.dataset, params.raw_dir(), mirror=args.mirror or params.mirror,
+                              retries=fetch["retries"], backoff_seconds=fetch["backoff_seconds"],
+                              timeout_seconds=fetch["timeout_seconds"], progress=not args.quiet)
+    except FetchError as error:
+        if not args.record:
+            raise
+        # The workflow goes on without this dataset; the scorecard shows why it is missing.
+        path = write_fetch_status(params.raw_dir(), FetchStatus(args.dataset, ok=False, error=str(error)))
+        print(f"tabrepro fetch: {args.dataset} not obtainable, recorded in {path}: {error}", file=sys.stderr)
+        return
+    if args.record:
+        write_fetch_status(params.raw_dir(), FetchStatus(args.dataset, ok=True, files=[str(p) for p in files]))
     for path in files:
         print(path)
 
@@ -96,8 +114,14 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     from tabrepro.data.registry import get_source
     from tabrepro.data.table import save_table
 
+    from tabrepro.data.availability import read_fetch_status
+
     params = _params(args)
     get_source(args.dataset)  # a clear error for an unknown name before touching the disk
+    status = read_fetch_status(params.raw_dir(), args.dataset)
+    if status is not None and not status.ok:
+        raise ParamsError(f"dataset {args.dataset!r} could not be obtained: {status.error} (delete "
+                          f"{params.raw_dir() / args.dataset / 'fetch_status.json'} and fetch again)")
     table = load_or_build_table(args.dataset, params.raw_dir())
     out = params.processed_dir(args.dataset)
     save_table(table, out)
@@ -275,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fetch", cmd_fetch, "download and verify a registry dataset into <data>/raw/DATASET")
     p.add_argument("dataset", help="registry name, e.g. protein")
     p.add_argument("--mirror", help="URL or directory tried first (also $TABREPRO_DATA_MIRROR)")
+    p.add_argument("--record", action="store_true",
+                   help="write <data>/raw/DATASET/fetch_status.json; a download that fails is recorded "
+                        "there (exit 0) instead of stopping, so a workflow run goes on without it")
     p = add("prepare", cmd_prepare, "parse a dataset's raw files (or embedded copy) into a canonical table")
     p.add_argument("dataset", help="registry name")
     p = add("split", cmd_split, "write a paper's fixed splits for one of its datasets")
@@ -318,43 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Exception classes that mean bad input rather than a bug, by module (imported only when an
 # error happened, so that a command does not pay for importing them).
-_INPUT_ERRORS: dict[str, tuple[str, ...]] = {
-    "tabrepro.config": ("ParamsError",),
-    "tabrepro.data.registry": ("RegistryError", "UnknownDatasetError"),
-    "tabrepro.data.fetch": ("FetchError",),
-    "tabrepro.data.parse": ("ParseError", "MissingRawDataError"),
-    "tabrepro.models.registry": ("UnknownModelError",),
-    "tabrepro.preprocessing": ("PreprocessingError",),
-    "tabrepro.splits": ("SplitError",),
-    "tabrepro.tuning": ("SearchSpaceError",),
-    "tabrepro.training": ("ModelConfigError",),
-    "tabrepro.analysis.settings": ("AnalysisError",),
-    "tabrepro.reporting.tables": ("ResultsError",),
-    "tabrepro.reporting.html": ("ReportError", "BrowserError"),
-}
-
-
 def is_input_error(error: BaseException) -> bool:
     """Bad input (one line, exit 2) or a bug (traceback, exit 1)?
 
-    Input: the classes above, InputError, and OSError (a file that is missing, unreadable or
+    Input: every tabrepro.errors.InputError, and OSError (a file that is missing, unreadable or
     unwritable, a full disk, a network failure: the message names the file or host). A bare
     ValueError, TypeError, KeyError, ... is a bug and keeps its traceback.
     """
-    import importlib
-
-    if isinstance(error, (InputError, OSError)):
-        return True
-    for module_name, names in _INPUT_ERRORS.items():
-        module = sys.modules.get(module_name)
-        if module is None:
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                continue
-        if isinstance(error, tuple(c for c in (getattr(module, n, None) for n in names) if isinstance(c, type))):
-            return True
-    return False
+    return isinstance(error, (InputError, OSError))
 
 
 def one_line(error: BaseException) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
+from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ DATA_DIR_ENV = "TABREPRO_DATA_DIR"
 MIRROR_ENV = "TABREPRO_DATA_MIRROR"
 
 
-class ParamsError(ValueError):
+class ParamsError(InputError, ValueError):
     """A malformed or inconsistent params.yaml; the message names the offending key or value."""
 
 

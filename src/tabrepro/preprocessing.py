@@ -20,12 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tabrepro.errors import InputError
 from tabrepro.data.table import ColumnSpec, TableSchema
 
 __all__ = ["Preprocessor", "TargetEncoder", "PreprocessingError"]
 
 
-class PreprocessingError(ValueError):
+class PreprocessingError(InputError, ValueError):
     """Raised when a frame does not match the schema the transformer was fitted with."""
 
 

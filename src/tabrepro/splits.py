@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
+from tabrepro.errors import InputError
 from tabrepro.data.table import atomic_write_bytes
 
 TRAIN, VAL, TEST, UNUSED = 0, 1, 2, -1
@@ -29,7 +30,7 @@ ROLE_NAMES = {TRAIN: "train", VAL: "val", TEST: "test", UNUSED: "unused"}
 MANIFEST_FILE = "splits.json"
 
 
-class SplitError(ValueError):
+class SplitError(InputError, ValueError):
     """A protocol that cannot be applied to a dataset (e.g. no fixed test rows)."""
 
 

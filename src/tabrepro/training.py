@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from tabrepro.errors import InputError
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.data.table import atomic_write_bytes, load_table
 from tabrepro.evaluation.metrics import compute_metrics
@@ -92,7 +93,7 @@ def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, targe
     return compute_metrics(task, y_encoded, proba=outputs)
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(InputError, ValueError):
     """A model or its library refused a configuration: bad input, reported on one line (exit 2)."""
 
 
@@ -139,7 +140,7 @@ def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: di
                                f"{config} was refused: {type(error).__name__}: {message}") from error
 
 
-def _record(params: Params, job: Job, data: FoldData, started: float) -> dict:
+def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: int) -> dict:
     """The fields every result file shares: what ran, on which split, under which parameters."""
     return {
         "paper": job.paper,
@@ -156,7 +157,7 @@ def _record(params: Params, job: Job, data: FoldData, started: float) -> dict:
         "params_digest": params.job_digest(job),
         "wall_time_s": round(time.perf_counter() - started, 3),
         "peak_memory_mb": round(peak_memory_mb(), 1),
-        "provenance": provenance(),
+        "provenance": provenance(threads=n_jobs),
     }
 
 
@@ -180,7 +181,7 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     test_runs = [outputs_metrics(data.task, model_outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     return {
-        **_record(params, job, data, started),
+        **_record(params, job, data, started, n_jobs),
         "metrics": {"test": _mean_metrics(test_runs), "val": val_metrics[best]},
         **_repeats_record(test_runs),
         "selected_config": configs[best],
@@ -246,7 +247,7 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     has_weights = model.save_weights(out_dir / WEIGHTS_FILE)
     variants = variant_names(params.search_space(job.paper, job.dataset, job.model))
     result = {
-        **_record(params, job, data, started),
+        **_record(params, job, data, started, n_jobs),
         "config_index": config_index,
         "variant": variants[config_index] if variants else None,
         "config": config,
@@ -301,7 +302,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
-    record = _record(params, job, data, started)
+    record = _record(params, job, data, started, n_jobs)
     # The job's cost: its configurations plus this step (which retrains the winner on repeats).
     record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)
     record["peak_memory_mb"] = max(record["peak_memory_mb"], *(r["peak_memory_mb"] for r in results))

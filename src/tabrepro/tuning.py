@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.stats import qmc
 
+from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 
 __all__ = [
@@ -60,7 +61,7 @@ TASK_BRANCHES: tuple[str, ...] = ("classification", "regression")
 _ENTRY_KEYS = {"params", "n_configs", "variants", "forced"}
 
 
-class SearchSpaceError(ValueError):
+class SearchSpaceError(InputError, ValueError):
     """A malformed search space; the message names the offending parameter."""
 
 

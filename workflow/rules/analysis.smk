@@ -1,18 +1,29 @@
 # NPT's analysis experiments (spec npt.md, "Analysis experiments"). Corruption, deletion and
 # attention read one fold's trained NPT (weights.pt + selected_config in metrics.json); lookup
 # trains its own small NPT on a special training set. Sizes come from params.yaml `analysis:`
-# (per profile); tabrepro.analysis.runner.plan_targets lists the files the profile asks for.
+# (per profile); `analysis_targets` lists the files the profile asks for (datasets that could be obtained).
 
-from tabrepro.analysis.runner import active_settings, lookup_input_files, plan_targets
+from tabrepro.analysis.runner import active_settings, lookup_input_files
 from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 
 ANALYSIS = active_settings(PARAMS)
 ANALYSIS_PAPER = (ANALYSIS or active_settings(PARAMS, required=True)).paper
 
 
-def analysis_targets():
-    """Every analysis result file of the active profile (empty if it runs none)."""
-    return plan_targets(PARAMS, ANALYSIS)
+def analysis_targets(wildcards=None):
+    """Every analysis result file of the active profile whose dataset could be obtained."""
+    from tabrepro.analysis.runner import plan_fold_jobs, result_path
+    from tabrepro.analysis.settings import SYNTHETIC
+
+    if ANALYSIS is None:
+        return []
+    targets = [str(result_path(PARAMS, experiment, dataset, fold))
+               for experiment, dataset, fold in plan_fold_jobs(PARAMS, ANALYSIS)
+               if obtainable(ANALYSIS_PAPER, dataset)]
+    lookup = ANALYSIS.lookup.dataset
+    if "lookup" in ANALYSIS.experiments and (lookup == SYNTHETIC or obtainable(ANALYSIS_PAPER, lookup)):
+        targets.append(str(result_path(PARAMS, "lookup", lookup)))
+    return targets
 
 
 def analysis_digest(wildcards):

@@ -1,10 +1,12 @@
 # Shared helpers for the rules: the validated parameters and the input functions.
+import hashlib
 import os
 import re
 import shlex
 import sys
 
 import yaml
+from snakemake.exceptions import WorkflowError
 
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
@@ -26,7 +28,10 @@ def _load_params(config):
     return Params(on_disk, source=PARAMS_FILE, profile=config.get("profile"))
 
 
-PARAMS = _load_params(config)
+try:
+    PARAMS = _load_params(config)
+except ParamsError as error:  # one line naming the bad key, not Snakemake's stack of frames
+    sys.exit(f"tabrepro: error: {error}")
 PROFILE = PARAMS.profile_name
 DATA = str(PARAMS.data_dir)
 RESULTS = str(PARAMS.results_dir)
@@ -37,13 +42,58 @@ CLI = f"{shlex.quote(sys.executable)} -m tabrepro --params {PARAMS_FILE} --profi
 SELECTED_PAPERS = [p for p in PARAMS.papers if PARAMS.jobs([p])]
 
 
+def downloaded_sources():
+    """The registry sources of the profile's datasets that need a download (not embedded)."""
+    from tabrepro.data.registry import get_source
+
+    sources = {PARAMS.source_of(p, d) for p in SELECTED_PAPERS for d in PARAMS.selected_datasets(p)}
+    return sorted(s for s in sources if not get_source(s).embedded)
+
+
+def fetch_statuses(wildcards=None):
+    """Every downloaded source's fetch record (one `fetch` job each, run in parallel)."""
+    return [f"{DATA}/raw/{source}/fetch_status.json" for source in downloaded_sources()]
+
+
+# The checkpoint `availability` (data.smk) runs once every fetch has been tried; its file name
+# carries a digest of the source list, so a profile asking for other datasets gets a fresh one.
+AVAILABILITY = f"{DATA}/raw/availability-{hashlib.sha256(' '.join(downloaded_sources()).encode()).hexdigest()[:12]}.txt"
+
+
+def fetch_status(source):
+    """A source's recorded fetch outcome (tabrepro.data.availability), once fetches have run.
+
+    A download that fails is recorded, not fatal: the rest of the profile runs without that
+    dataset and the scorecard names the error.
+    """
+    from tabrepro.data.availability import FetchStatus, read_fetch_status
+
+    status = read_fetch_status(PARAMS.raw_dir(), source)
+    if status is None and source in downloaded_sources():
+        if workflow.dryrun:  # a dry run lists the jobs that a successful download would bring
+            return FetchStatus(source, ok=True)
+        checkpoints.availability.get()  # until it has run, Snakemake schedules it and asks again
+        status = read_fetch_status(PARAMS.raw_dir(), source)
+    # Still None: a source outside the profile, asked for by hand; its fetch runs before
+    # `prepare`, which then stops with the recorded error if the download failed.
+    return status or FetchStatus(source, ok=True)
+
+
+def obtainable(paper, dataset):
+    return fetch_status(PARAMS.source_of(paper, dataset)).ok
+
+
 def embedded_or_raw(source):
-    """Prepare needs downloaded raw files, except for datasets with an embedded copy."""
+    """Prepare needs the fetched raw files, except for datasets with an embedded copy."""
     from tabrepro.data.registry import get_source
 
     if get_source(source).embedded:
         return []
-    return [f"{DATA}/raw/{source}/fetched.txt"]
+    status = fetch_status(source)
+    if not status.ok:
+        raise WorkflowError(f"dataset {source!r} could not be obtained: {status.error} "
+                            f"(delete {DATA}/raw/{source}/fetch_status.json to try again)")
+    return [f"{DATA}/raw/{source}/fetch_status.json"]
 
 
 def split_files(wildcards):
@@ -61,7 +111,14 @@ def job_digest(wildcards):
 
 
 def paper_results(paper):
-    return [str(PARAMS.job_dir(job) / "metrics.json") for job in PARAMS.jobs([paper])]
+    """Result files of the paper's jobs whose dataset could be obtained (see `fetch_status`)."""
+    jobs = PARAMS.jobs([paper])
+    usable = {d: obtainable(paper, d) for d in dict.fromkeys(job.dataset for job in jobs)}
+    return [str(PARAMS.job_dir(job) / "metrics.json") for job in jobs if usable[job.dataset]]
+
+
+def all_results(wildcards=None):
+    return [path for paper in SELECTED_PAPERS for path in paper_results(paper)]
 
 
 def all_tables():

@@ -1,15 +1,27 @@
 # Data: download and verify, parse into a canonical table, cut the paper's fixed splits.
 
 
+# A download that fails is recorded in fetch_status.json (with the error) instead of failing the
+# run; once every fetch has been tried, the checkpoint `availability` lets the input functions in
+# common.smk leave the unobtainable datasets' jobs out.
 rule fetch:
     output:
-        f"{DATA}/raw/{{source}}/fetched.txt",
+        f"{DATA}/raw/{{source}}/fetch_status.json",
     log:
         f"{LOGS}/fetch/{{source}}.log",
     resources:
         runtime=120,
     shell:
-        "{CLI} fetch {wildcards.source} > {output} 2> {log}"
+        "{CLI} fetch {wildcards.source} --record > {log} 2>&1"
+
+
+checkpoint availability:
+    input:
+        fetch_statuses,
+    output:
+        AVAILABILITY,
+    shell:
+        "printf '%s\\n' {input} > {output}"
 
 
 rule prepare:

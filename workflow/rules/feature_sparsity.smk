@@ -52,9 +52,14 @@ rule feature_sparsity:
         " --threads {threads} > {log} 2>&1"
 
 
+def sparsity_results(wildcards=None):
+    """The curve jobs whose dataset could be obtained (a partial run plots what it has)."""
+    return [str(result_path(PARAMS, job)) for job in SPARSITY_JOBS if obtainable(job.paper, job.dataset)]
+
+
 rule feature_sparsity_plot:
     input:
-        [str(result_path(PARAMS, job)) for job in SPARSITY_JOBS],
+        sparsity_results,
     output:
         png=f"{RESULTS}/feature_sparsity/{{paper}}/curves.png",
         csv=f"{RESULTS}/feature_sparsity/{{paper}}/curves.csv",

@@ -1,14 +1,14 @@
-# The static HTML report of the whole run: every table with the paper's numbers, figures, compute
-# cost, NPT's analysis experiments and provenance (tabrepro.reporting.html). One page plus PNGs.
-
-from tabrepro.analysis.runner import plan_targets as _analysis_plan
+# The static HTML report of the whole run: the reproduction scorecard first, then every table with
+# the paper's numbers, figures, compute cost, NPT's analysis experiments and provenance
+# (tabrepro.reporting.html). One page plus PNGs.
 
 
 rule report_html:
     input:
         tables=all_tables(),
-        results=[path for paper in SELECTED_PAPERS for path in paper_results(paper)],
-        analysis=_analysis_plan(PARAMS),
+        scorecard=f"{RESULTS}/scorecard/summary.json",
+        results=all_results,
+        analysis=analysis_targets,
         sparsity=sparsity_targets(),
     output:
         f"{RESULTS}/report/index.html",

@@ -268,7 +268,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
                                                 "params_digest": main_run.get("params_digest")},
         "n_features": len(names), "importance": dict(zip(names, importance.round(6).tolist())),
         "points": points, "wall_time_s": round(time.perf_counter() - started, 3),
-        "peak_memory_mb": round(peak_memory_mb(), 1), "provenance": provenance(),
+        "peak_memory_mb": round(peak_memory_mb(), 1), "provenance": provenance(threads=n_jobs),
     }
     atomic_write_bytes(out_path, (json.dumps(result, indent=2, sort_keys=True) + "\n").encode())
     partial_path.unlink(missing_ok=True)
@@ -293,8 +293,13 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     if paper != settings.paper:
         raise AnalysisError(f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
                             f"{settings.paper!r}, not {paper!r}")
+    from tabrepro.data.availability import unobtainable_datasets
+
+    unobtainable = unobtainable_datasets(params, paper)  # a partial run averages what it could get
     rows = []
     for job in plan_jobs(params, settings):
+        if job.dataset in unobtainable:
+            continue
         path = result_path(params, job)
         if not path.is_file():
             raise FileNotFoundError(f"{path}: curve job missing (run `tabrepro sparsity {job.paper} "
@@ -306,6 +311,9 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
             rows.append({"dataset": job.dataset, "model": job.model, "fold": job.fold,
                          "order": point["order"], "fraction": point["fraction"],
                          "value": point["test"][settings.metric]})
+    if not rows:
+        raise AnalysisError(f"no {EXPERIMENT} results for paper {paper!r}: none of its datasets could be "
+                            f"obtained ({', '.join(sorted(unobtainable))})")
     frame = pd.DataFrame(rows)
     per_dataset = frame.groupby(["model", "order", "fraction", "dataset"], as_index=False)["value"].mean()
     curves = (per_dataset.groupby(["model", "order", "fraction"])["value"]
@@ -319,6 +327,7 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
                             title=f"Feature sparsity ({', '.join(sorted(set(frame['dataset'])))})")
     summary = {"experiment": EXPERIMENT, "paper": paper, "profile": params.profile_name,
                "metric": settings.metric, "settings": dataclasses.asdict(settings),
-               "datasets": sorted(set(frame["dataset"])), "curves": curves.to_dict("records")}
+               "datasets": sorted(set(frame["dataset"])), "unobtainable": unobtainable,
+               "curves": curves.to_dict("records")}
     atomic_write_bytes(files["summary"], (json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n").encode())
     return files

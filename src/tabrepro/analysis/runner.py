@@ -141,7 +141,7 @@ def run_experiment(params: Any, paper: str, dataset: str, experiment: str, *,
         "settings_digest": experiment_digest(settings, experiment, params.seed),
         "wall_time_s": round(time.perf_counter() - started, 3),
         "peak_memory_mb": round(peak_memory_mb(), 1),
-        "provenance": provenance(),
+        "provenance": provenance(threads=threads),
     })
     path = out_dir / RESULT_FILE
     write_json(path, payload)

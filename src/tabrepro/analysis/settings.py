@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Self
+from tabrepro.errors import InputError
 
 __all__ = [
     "AnalysisError", "AnalysisSettings", "AttentionSettings", "CorruptionSettings",
@@ -27,7 +28,7 @@ LOOKUP_VARIANTS = ("original", "random_features", "add_one", "random_features_ad
 SYNTHETIC = "synthetic"
 
 
-class AnalysisError(ValueError):
+class AnalysisError(InputError, ValueError):
     """Bad input to an analysis experiment; the message names the offending value or file."""
 
 

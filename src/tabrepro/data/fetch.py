@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
+from tabrepro.errors import InputError
 from tabrepro import __version__
 from tabrepro.data.registry import DatasetSource, RemoteFile, get_source, safe_relative_path
 from tabrepro.data.table import atomic_write_bytes
@@ -51,7 +52,7 @@ _OPENML_TASK_TYPES = {
 }
 
 
-class FetchError(RuntimeError):
+class FetchError(InputError, RuntimeError):
     """A dataset file could not be fetched; the message names the dataset, file and URL."""
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xlrd
 
+from tabrepro.errors import InputError
 from tabrepro.data.fetch import read_openml_metadata
 from tabrepro.data.registry import DatasetSource, RemoteFile, TableFormat, get_source
 from tabrepro.data.table import ColumnSpec, Table, TableSchema
@@ -25,11 +26,11 @@ from tabrepro.data.table import ColumnSpec, Table, TableSchema
 STR = "str"  # pandas' string dtype: categorical values, missing as NaN (null in parquet)
 
 
-class ParseError(ValueError):
+class ParseError(InputError, ValueError):
     """A raw file does not look like its registry entry says."""
 
 
-class MissingRawDataError(FileNotFoundError):
+class MissingRawDataError(InputError, FileNotFoundError):
     """Raw files are not there yet; the message says which command fetches them."""
 
 

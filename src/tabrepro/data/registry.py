@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any, Literal, get_args
 
 import yaml
+from tabrepro.errors import InputError
 
 TaskType = Literal["binary", "multiclass", "regression"]
 SourceKind = Literal["url", "openml_task", "openml_dataset"]
@@ -32,11 +33,11 @@ _MD5 = re.compile(r"^[0-9a-f]{32}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-class RegistryError(ValueError):
+class RegistryError(InputError, ValueError):
     """datasets.yaml (or an entry built from a mapping) is malformed."""
 
 
-class UnknownDatasetError(ValueError):
+class UnknownDatasetError(InputError, ValueError):
     """A dataset name that the registry does not have."""
 
 

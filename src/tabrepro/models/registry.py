@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tabrepro.errors import InputError
 from tabrepro.models.base import TabularModel, Task
 from tabrepro.models.bishop import BiSHopModel, ablation_models
 from tabrepro.models.catboost_model import CatBoostModel
@@ -41,7 +42,7 @@ MODEL_REGISTRY: dict[str, type[TabularModel]] = {
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_REGISTRY)
 
 
-class UnknownModelError(ValueError):
+class UnknownModelError(InputError, ValueError):
     """A model name that is not in MODEL_REGISTRY."""
 
 

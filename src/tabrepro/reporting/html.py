@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabrepro.errors import InputError
 from tabrepro.analysis.settings import LOOKUP_VARIANTS
 from tabrepro.reporting import figures
 from tabrepro.reporting.rank_tests import OmnibusResult, complete_rank_matrix, friedman_test
@@ -54,11 +55,11 @@ PAPER_NPT_COST = {"protein": ("11 h 51 m", "6.17 GB (GPU)"), "higgs": ("5 d 22 h
 Z_FAR = 2.0  # |difference| above this many SE is highlighted
 
 
-class ReportError(ValueError):
+class ReportError(InputError, ValueError):
     """A result file the report cannot use; the message names it."""
 
 
-class BrowserError(RuntimeError):
+class BrowserError(InputError, RuntimeError):
     """Headless Chromium is missing or failed."""
 
 

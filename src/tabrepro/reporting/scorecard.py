@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabrepro.errors import InputError
 from tabrepro.data.availability import FetchStatus, read_fetch_status, status_path
 from tabrepro.data.registry import get_source
 from tabrepro.data.table import atomic_write_bytes
@@ -50,7 +51,7 @@ TEST_SELECTION_NOTE = ("the paper picked its configuration by test score, ours o
                        "ours may sit below for that reason alone")
 
 
-class ScorecardError(ValueError):
+class ScorecardError(InputError, ValueError):
     """An input the scorecard cannot use (unknown paper, unreadable fetch record); names it."""
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.reporting.reference import (
     PaperValue,
@@ -44,7 +45,7 @@ TIDY_COLUMNS = [
 RANK_TIE_DECIMALS = 12  # means of equal fold scores may differ in the last bit (summation order)
 
 
-class ResultsError(ValueError):
+class ResultsError(InputError, ValueError):
     """A per-fold result that cannot be used; the message names the file or fold."""
 
 

@@ -1,0 +1,18 @@
+# The reproduction scorecard: every cell of the profile's tables judged against the paper's value
+# (consistent / differs / undetermined / not run, with the reason). It reads the tables' inputs and
+# the fetch records, so datasets that could not be downloaded are listed with their error.
+
+
+rule scorecard:
+    input:
+        tables=all_tables(),
+        results=all_results,
+        fetched=fetch_statuses,
+    output:
+        md=f"{RESULTS}/scorecard/scorecard.md",
+        csv=f"{RESULTS}/scorecard/scorecard.csv",
+        summary=f"{RESULTS}/scorecard/summary.json",
+    log:
+        f"{LOGS}/scorecard.log",
+    shell:
+        "{CLI} scorecard > {log} 2>&1"
