@@ -17,6 +17,8 @@
     tabrepro sparsity PAPER DATASET MODEL --fold K   one feature-sparsity curve job (BiSHop Fig. 4.1)
     tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves
     tabrepro report                              the static HTML report
+    tabrepro record NAME [--wall-time S]         copy the run into docs/records/NAME; update README
+    tabrepro record --check                      is the README's records block current?
 
 Errors in inputs (params.yaml, dataset and model names, downloads, missing prepared data, a
 configuration a library refuses, files that cannot be read or written) end the command with one
@@ -229,6 +231,22 @@ def cmd_tables(args: argparse.Namespace) -> None:
         print(path)
 
 
+def cmd_record(args: argparse.Namespace) -> None:
+    from tabrepro.reporting.records import snapshot, update_readme
+
+    if args.check:
+        if not update_readme(args.readme, check=True):
+            raise InputError(f"{args.readme}: the records block is stale; run `tabrepro record --readme "
+                             f"{args.readme}` with a record name, or regenerate it")
+        print(f"{args.readme}: records block is current")
+        return
+    if not args.name:
+        raise InputError("record: give a NAME (or --check)")
+    target = snapshot(_params(args), args.name, workflow_wall_time_s=args.wall_time)
+    update_readme(args.readme)
+    print(f"{target}: recorded; {args.readme} updated")
+
+
 def cmd_scorecard(args: argparse.Namespace) -> None:
     """Judge every table cell against the paper; exit 0 even when cells differ (it is a report)."""
     from tabrepro.reporting.scorecard import build_scorecard, summary, write_scorecard
@@ -331,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
+    p = add("record", cmd_record, "copy the profile's run outputs (metrics.json with provenance, fetch "
+            "records, tables, scorecard) into docs/records/NAME and regenerate the README's records block")
+    p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit with --check")
+    p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
+    p.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default: README.md)")
+    p.add_argument("--check", action="store_true", help="only check that the README's records block is current")
     p = add("scorecard", cmd_scorecard, "judge every table cell of the profile against the paper's value "
             "(consistent / differs / undetermined / not run, with the reason)")
     p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")

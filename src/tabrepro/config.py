@@ -28,6 +28,7 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 DEFAULT_PARAMS_FILE = Path("params.yaml")
 
 DATA_DIR_ENV = "TABREPRO_DATA_DIR"
+RESULTS_DIR_ENV = "TABREPRO_RESULTS_DIR"  # e.g. a committed run record (tabrepro.reporting.records)
 MIRROR_ENV = "TABREPRO_DATA_MIRROR"
 
 
@@ -413,7 +414,7 @@ class Params:
 
     @property
     def results_dir(self) -> Path:
-        return Path(self.raw["paths"]["results"])
+        return Path(os.environ.get(RESULTS_DIR_ENV) or self.raw["paths"]["results"])
 
     @property
     def mirror(self) -> str | None:

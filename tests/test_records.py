@@ -1,0 +1,97 @@
+"""Run records: a snapshot regenerates its scorecard, and the README's figures are never stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tabrepro.cli import main
+from tabrepro.reporting.records import (README_BEGIN, README_END, RecordError, read_records,
+                                        render_block, snapshot, update_readme)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_readme_records_block_is_current():
+    """Fails when a record changed (or was added) without regenerating the README block."""
+    assert update_readme(REPO / "README.md", REPO / "docs" / "records", check=True), (
+        "README.md's records block differs from docs/records: run `tabrepro record --check` to see, "
+        "and regenerate it (tabrepro.reporting.records.update_readme)")
+
+
+class _FakeParams:
+    """The few Params accessors a snapshot reads, over a hand-made results tree."""
+
+    profile_name = "tiny"
+    papers = ["npt"]
+
+    def __init__(self, root: Path) -> None:
+        self.results_dir = root / "results"
+
+    def jobs(self):
+        from tabrepro.config import Job
+
+        return [Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "knn", 1)]
+
+    def job_dir(self, job):
+        return self.results_dir / job.paper / job.dataset / job.model / f"fold{job.fold}"
+
+    def tables_dir(self, paper):
+        return self.results_dir / "tables" / paper
+
+    def raw_dir(self):
+        return self.results_dir.parent / "data" / "raw"
+
+    def selected_datasets(self, paper):
+        return ["breast_cancer"]
+
+    def source_of(self, paper, dataset):
+        return "breast_cancer"
+
+
+def _write(path: Path, payload) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
+
+
+def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
+    params = _FakeParams(tmp_path / "run")
+    provenance = {"git_commit": "a" * 40, "cpu": {"model": "Test CPU", "isa_level": "AVX2"}}
+    _write(params.job_dir(params.jobs()[0]) / "metrics.json", {"wall_time_s": 2.5, "provenance": provenance})
+    _write(params.tables_dir("npt") / "table10.md", "| t |")
+    summary = {"papers": {"npt": {"all": {"consistent": 1, "differs": 0, "undetermined": 0, "not_run": 1,
+                                          "cells": 2}}}, "unobtainable": {"npt": {"boston": "no network"}}}
+    for name, payload in (("scorecard.md", "# card"), ("scorecard.csv", "a,b"), ("summary.json", summary)):
+        _write(params.results_dir / "scorecard" / name, payload)
+
+    target = snapshot(params, "tiny", records_dir=tmp_path / "records", workflow_wall_time_s=75)
+
+    assert (target / "results/npt/breast_cancer/knn/fold0/metrics.json").is_file()
+    assert not (target / "results/npt/breast_cancer/knn/fold1").exists()  # that job never ran
+    assert (target / "results/tables/npt/table10.md").read_text() == "| t |"
+    record = json.loads((target / "record.json").read_text())
+    assert record["results"] == 1 and record["jobs"] == 2 and record["hardware"] == ["Test CPU (AVX2)"]
+    block = render_block(read_records(tmp_path / "records"), tmp_path)
+    assert "| npt | all | 1 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
+    assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\noutro\n")
+    assert not update_readme(readme, tmp_path / "records", check=True)
+    assert update_readme(readme, tmp_path / "records")
+    assert "| npt | all |" in readme.read_text() and readme.read_text().startswith("intro\n")
+    assert update_readme(readme, tmp_path / "records", check=True)
+
+
+def test_snapshot_refuses_a_run_without_scorecard(tmp_path):
+    params = _FakeParams(tmp_path / "run")
+    with pytest.raises(RecordError, match="scorecard"):
+        snapshot(params, "tiny", records_dir=tmp_path / "records")
+    assert not (tmp_path / "records" / "tiny").exists()
+
+
+def test_record_check_through_the_cli(capsys):
+    assert main(["record", "--check", "--readme", str(REPO / "README.md")]) == 0
+    assert "current" in capsys.readouterr().out
