@@ -209,3 +209,43 @@ def test_cli_stops_with_one_line_naming_the_misspelt_key(tmp_path):
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "gradient_boosting.params.max_dept" in lines[0] and "did you mean 'max_depth'" in lines[0]
+
+
+def test_reproduce_profile_leaves_out_gpu_models_with_reasons_and_shows_caps():
+    params = Params.from_file(REPO / "params.yaml", profile="reproduce")
+    assert "npt" not in params.selected_models("npt") and "bishop" not in params.selected_models("bishop")
+    assert params.not_run_reason("npt").startswith("needs a GPU")
+    assert all(job.model not in params.not_run_models(job.paper) for job in params.jobs())
+    note = params.budget_note("bishop", "adult", "ft_transformer")
+    assert note.startswith("budget capped: 2 of the paper's 100 configurations") and "2-core budget" in note
+    assert params.budget_note("npt", "breast_cancer", "xgboost") is None  # the paper's 48 configurations
+
+
+def test_dataset_override_substitutes_a_source_with_its_reason():
+    params = Params.from_file(REPO / "params.yaml", profile="reproduce")
+    assert params.source_of("bishop", "bank") == "bank_marketing_sample"
+    assert "10% sample" in params.substitute_note("bishop", "bank")
+    assert Params.from_file(REPO / "params.yaml", profile="paper").source_of("bishop", "bank") == "bank_marketing"
+    assert params.substitute_note("bishop", "adult") is None
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("bank_marketin_sample", "did you mean 'bank_marketing_sample'"),
+    ("protein", "is a regression task"),
+])
+def test_dataset_override_names_a_bad_source(source, expected):
+    def mutate(raw):
+        raw["profiles"]["reproduce"]["dataset_overrides"]["bishop"]["bank"]["source"] = source
+        raw["profile"] = "reproduce"
+
+    with pytest.raises(ParamsError, match=expected):
+        params_with(mutate)
+
+
+def test_not_run_and_models_may_not_name_the_same_model():
+    def mutate(raw):
+        raw["profiles"]["quick"]["not_run"] = {"knn": "test"}
+        raw["profiles"]["quick"]["papers"]["npt"]["models"] = ["knn"]
+
+    with pytest.raises(ParamsError, match="also listed in profiles.quick.not_run"):
+        params_with(mutate)

@@ -24,8 +24,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _params_sources() -> set[str]:
+    """Sources the papers name, and the stand-ins a profile substitutes for them."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    return {d["source"] for paper in params["papers"].values() for d in paper["datasets"].values()}
+    named = {d["source"] for paper in params["papers"].values() for d in paper["datasets"].values()}
+    substitutes = {o["source"] for profile in params["profiles"].values()
+                   for paper in (profile.get("dataset_overrides") or {}).values() for o in paper.values()}
+    return named | substitutes
 
 
 def _good_entry() -> dict[str, Any]:

@@ -169,6 +169,19 @@ class Params:
                     if metric not in HIGHER_IS_BETTER:
                         self._fail(f"papers.{paper}.tables.{table}", f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER))
         for profile, pcfg in raw["profiles"].items():
+            for paper, overrides in (pcfg.get("dataset_overrides") or {}).items():
+                for dataset, override in overrides.items():
+                    where = f"profiles.{profile}.dataset_overrides.{paper}.{dataset}"
+                    if paper not in raw["papers"]:
+                        self._fail(where, f"unknown paper {paper!r}" + _did_you_mean(paper, raw["papers"]))
+                    entries = raw["papers"][paper]["datasets"]
+                    if dataset not in entries:
+                        self._fail(where, f"unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, entries))
+                    if override["source"] not in sources:
+                        self._fail(f"{where}.source", f"unknown dataset {override['source']!r}" + _did_you_mean(override["source"], sources))
+                    if sources[override["source"]].task != sources[entries[dataset]["source"]].task:
+                        self._fail(f"{where}.source", f"{override['source']!r} is a {sources[override['source']].task} task, "
+                                   f"{entries[dataset]['source']!r} a {sources[entries[dataset]['source']].task} one")
             for section in ("model_overrides", "not_run"):
                 for model in pcfg.get(section) or {}:
                     if model not in MODEL_NAMES:
@@ -265,10 +278,23 @@ class Params:
         return self.raw["papers"][paper]
 
     def dataset_entry(self, paper: str, dataset: str) -> dict:
+        """The paper's entry for a dataset, with the active profile's substitute source if any."""
         datasets = self.paper(paper)["datasets"]
         if dataset not in datasets:
             raise ParamsError(f"{self.source}: unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, datasets))
-        return datasets[dataset]
+        override = self._dataset_override(paper, dataset)
+        return {**datasets[dataset], "source": override["source"]} if override else datasets[dataset]
+
+    def _dataset_override(self, paper: str, dataset: str) -> dict | None:
+        return ((self.profile.get("dataset_overrides") or {}).get(paper) or {}).get(dataset)
+
+    def substitute_note(self, paper: str, dataset: str) -> str | None:
+        """Why the active profile runs another source for this dataset, or None."""
+        override = self._dataset_override(paper, dataset)
+        if override is None:
+            return None
+        original = self.paper(paper)["datasets"][dataset]["source"]
+        return f"substitute data: {override['source']} instead of {original} ({override['reason']})"
 
     def _selected(self, paper: str, kind: str) -> list[str]:
         sel = self.profile["papers"].get(paper, {kind: []})[kind]

@@ -383,6 +383,9 @@ def _dataset_cell(ctx: _PaperContext, key: str, view: TableView, dataset: str, m
     notes: list[str] = []
     if SELECTED_ON.get(ctx.paper) == "test":
         notes.append(TEST_SELECTION_NOTE)
+    substitute = ctx.params.substitute_note(ctx.paper, dataset)
+    if substitute:
+        notes.append(substitute)
     paper_se, paper_note = _paper_se(cell.paper, _paper_runs(ctx.params, ctx.paper, dataset))
     reason = ctx.not_run_reason(dataset, model)
     expected = model is not None and ctx.expects(dataset, model)
