@@ -24,15 +24,23 @@ Two partial implementations sit on top of `TabularModel`:
   without touching the caller's global RNG state. `torch_session`, `CategoricalLayout` and
   `save_state_dict` are also used by deep models with their own training loop (TabNet).
 
-torch is imported lazily, so importing this module stays cheap.
+Every model is also a scikit-learn estimator (docs/sklearn.md): `get_params`/`set_params`
+follow scikit-learn's protocol, so `clone`, `Pipeline`, `cross_val_score` and the searches work;
+the constructor stores its arguments as given, and `fit` resolves them (n_jobs=-1, see
+`_arguments_for_fit`). `task="classification"` is the scikit-learn way to classify: any labels,
+`classes_` learned in fit. The workflow's tasks ("binary", "multiclass") keep taking class indices
+0..n_classes-1 and behave exactly as before.
+
+torch and scikit-learn are imported lazily, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
@@ -42,12 +50,16 @@ from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     import torch
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils import Tags
 
     from tabrepro.models.hyperparameters import Hyperparameters
 
 __all__ = [
     "Task",
     "TASKS",
+    "LABELS_TASK",
+    "MODEL_TASKS",
     "TabularModel",
     "EstimatorModel",
     "TorchModel",
@@ -59,12 +71,31 @@ __all__ = [
     "save_state_dict",
 ]
 
-Task = Literal["binary", "multiclass", "regression"]
+Task = Literal["binary", "multiclass", "regression", "classification"]
+# The workflow's tasks: classification targets are class indices 0..n_classes-1.
 TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
+# scikit-learn's kind of classification: labels of any sortable type, `classes_` learned in fit.
+LABELS_TASK = "classification"
+MODEL_TASKS: tuple[str, ...] = (*TASKS, LABELS_TASK)
+# Feature matrices stay float32 or float64; anything else becomes float64.
+_FLOAT_DTYPES = (np.float64, np.float32)
 
 
-class NotFittedError(RuntimeError):
-    """predict/predict_proba called before fit."""
+def __getattr__(name: str) -> Any:
+    """`NotFittedError` is scikit-learn's own, looked up on first use (PEP 562) so that importing
+    this module does not import scikit-learn; `except NotFittedError` thus also catches what
+    scikit-learn's `check_is_fitted` raises, and scikit-learn's checks accept ours."""
+    if name == "NotFittedError":
+        from sklearn.exceptions import NotFittedError
+
+        return NotFittedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _not_fitted(model: TabularModel) -> Exception:
+    from sklearn.exceptions import NotFittedError
+
+    return NotFittedError(f"{model.name} is not fitted; call fit() first")
 
 
 @dataclass(frozen=True)
@@ -84,22 +115,16 @@ class FitContext:
     work_dir: Path | None = None
 
 
+_NO_CONTEXT = FitContext()
+# TabularModel's own constructor arguments; a subclass's further ones are training settings.
+_BASE_ARGUMENTS = ("task", "params", "seed", "n_jobs", "n_classes")
+
+
 def _resolve_n_jobs(n_jobs: int) -> int:
-    """-1 means every core; anything else must be a positive thread count."""
-    if n_jobs == -1:
-        return os.cpu_count() or 1
-    if not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+    """The thread count `n_jobs` stands for: -1 means every core; else a positive count."""
+    if not isinstance(n_jobs, (int, np.integer)) or (n_jobs < 1 and n_jobs != -1):
         raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
-    return int(n_jobs)
-
-
-def _as_matrix(X: np.ndarray, name: str) -> np.ndarray:
-    matrix = np.asarray(X)
-    if matrix.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got shape {matrix.shape}")
-    if not np.issubdtype(matrix.dtype, np.floating):
-        matrix = matrix.astype(np.float64)
-    return matrix
+    return (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
 
 
 class TabularModel(ABC):
@@ -131,29 +156,109 @@ class TabularModel(ABC):
         n_jobs: int = 1,
         n_classes: int | None = None,
     ) -> None:
-        if task not in TASKS:
-            raise ValueError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-        if task == "regression":
-            if n_classes is not None:
-                raise ValueError("n_classes must be None for regression")
-        else:
-            if task == "binary" and n_classes is None:
-                n_classes = 2
-            if n_classes is None or int(n_classes) < 2:
-                raise ValueError(f"{task} needs n_classes >= 2, got {n_classes!r}")
-            if task == "binary" and n_classes != 2:
-                raise ValueError(f"binary task needs n_classes == 2, got {n_classes}")
-        self.task: Task = task
-        self.params: dict[str, Any] = dict(params)
-        self.seed = int(seed)
-        self.n_jobs = _resolve_n_jobs(n_jobs)
-        self.n_classes = None if n_classes is None else int(n_classes)
-        # Filled by fit: training-time facts worth logging (e.g. the MLP's best epoch).
-        self.fit_info_: dict[str, Any] = {}
-        self.context: FitContext = FitContext()
-        self._n_features: int | None = None
-        self._train_classes: np.ndarray | None = None  # original indices of the present classes
+        # Stored exactly as given: scikit-learn's clone() rebuilds a model from get_params() and
+        # checks that each argument comes back as the same object. What fit derives from them (the
+        # thread count of n_jobs=-1, the classes) is resolved in fit.
+        self.task = task
+        self.params = params
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.n_classes = n_classes
+        self._check_arguments()
+        self._train_classes: np.ndarray | None = None  # codes of the classes present in training
         self._constant_proba: np.ndarray | None = None  # single-class training set
+
+    def _check_arguments(self) -> None:
+        """Refuse a bad argument when the model is made, so a bad configuration stops a job at
+        once; fit repeats the checks (set_params does not check, as scikit-learn asks)."""
+        task, n_classes = self.task, self.n_classes
+        if task not in MODEL_TASKS:
+            raise ValueError(f"unknown task {task!r}; expected one of {', '.join(MODEL_TASKS)}")
+        if task in ("regression", LABELS_TASK):
+            if n_classes is not None:
+                raise ValueError(f"n_classes must be None for {task}")
+        else:
+            count = 2 if task == "binary" and n_classes is None else n_classes
+            if count is None or int(count) < 2:
+                raise ValueError(f"{task} needs n_classes >= 2, got {n_classes!r}")
+            if task == "binary" and count != 2:
+                raise ValueError(f"binary task needs n_classes == 2, got {n_classes}")
+        if not isinstance(self.params, Mapping):
+            raise TypeError(f"params must be a mapping of hyperparameters, got {self.params!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
+            raise TypeError(f"seed must be an integer, got {self.seed!r}")
+        _resolve_n_jobs(self.n_jobs)
+
+    # ------------------------------------------------------- scikit-learn's estimator protocol
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The constructor's argument names: the model's parameters in scikit-learn's sense."""
+        names = []
+        for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                raise TypeError(f"{cls.__name__}.__init__ may not take *args or **kwargs")
+            names.append(parameter.name)
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's arguments as stored. No argument is itself an estimator, so `deep`
+        changes nothing; `params` is one argument (set it whole: set_params(params={...}))."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **arguments: Any) -> Self:
+        """Replace constructor arguments by name; they are checked when the model is fitted."""
+        valid = self._get_param_names()
+        for name, value in arguments.items():
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for estimator {type(self).__name__}. "
+                    f"Valid parameters are: {valid!r}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def __sklearn_tags__(self) -> Tags:
+        """Classifier or regressor by `task`, so scikit-learn's is_classifier, scorers and
+        cross-validation splitters treat the model as what it is."""
+        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
+
+        tags = Tags(estimator_type=None, target_tags=TargetTags(required=True))
+        if self.is_classifier:
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags(multi_class=self.task != "binary")
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        return tags
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """What scikit-learn's check_is_fitted asks: has a fit completed?"""
+        return getattr(self, "_fitted", False)
+
+    @contextlib.contextmanager
+    def _arguments_for_fit(self) -> Iterator[int]:
+        """While the subclass fits: each constructor argument holds its fit-time value.
+
+        Subclass code reads `self.n_jobs` as a thread count (-1 resolved to every core) and
+        `self.seed` as an int, and a subclass's own keyword arguments (the MLP's max_epochs and
+        patience) give way to a search-space key of the same name. The arguments as given are
+        put back when fit returns or raises, so get_params() and clone() never see the change.
+        Yields the thread count.
+        """
+        values: dict[str, Any] = {"n_jobs": _resolve_n_jobs(self.n_jobs), "seed": int(self.seed)}
+        signature = inspect.signature(type(self).__init__).parameters
+        for name in self._get_param_names():
+            if name in _BASE_ARGUMENTS:
+                continue
+            default = signature[name].default  # its type is the setting's type (int for epochs)
+            value = self.params.get(name, getattr(self, name))
+            values[name] = type(default)(value) if type(default) in (int, float) else value
+        given = {name: self.__dict__[name] for name in values}
+        self.__dict__.update(values)
+        try:
+            yield values["n_jobs"]
+        finally:
+            self.__dict__.update(given)
 
     # ----------------------------------------------------------------- public interface
     @property
@@ -164,71 +269,105 @@ class TabularModel(ABC):
     def n_fit_classes(self) -> int:
         """Number of classes present in the training rows (what the subclass was fitted on)."""
         if self._train_classes is None:
-            raise NotFittedError(f"{self.name} is not fitted")
+            raise _not_fitted(self)
         return int(self._train_classes.size)
+
+    @property
+    def context(self) -> FitContext:
+        """What the latest fit was given beyond (X, y); subclasses read it while fitting."""
+        return getattr(self, "_fit_context", _NO_CONTEXT)
 
     def fit(
         self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
+        X: np.ndarray,
+        y: np.ndarray,
         X_val: np.ndarray | None = None,
         y_val: np.ndarray | None = None,
         *,
         context: FitContext | None = None,
     ) -> Self:
-        """Fit on the training rows; the validation rows are for early stopping and selection."""
-        X_train = _as_matrix(X_train, "X_train")
-        if X_train.shape[0] == 0:
-            raise ValueError("X_train has no rows")
-        y_train = self._check_target(y_train, X_train.shape[0], "y_train")
+        """Fit on the training rows (X, y); the validation rows are for early stopping and
+        selection. scikit-learn calls fit(X, y); the workflow also passes its validation split."""
+        from sklearn.utils.validation import check_array, validate_data
+
+        type(self)(**self.get_params(deep=False))  # the constructor's checks, after set_params
+        self._fitted = False
+        # Sets n_features_in_ (and feature_names_in_ for a DataFrame); float32 stays float32.
+        X, y = validate_data(self, X, y, dtype=_FLOAT_DTYPES, y_numeric=not self.is_classifier)
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         if X_val is not None:
-            X_val = _as_matrix(X_val, "X_val")
-            if X_val.shape[1] != X_train.shape[1]:
-                raise ValueError(
-                    f"X_val has {X_val.shape[1]} features, X_train has {X_train.shape[1]}"
-                )
-            y_val = self._check_target(y_val, X_val.shape[0], "y_val")
-            if X_val.shape[0] == 0:  # an empty validation split is no validation split
-                X_val = y_val = None
-        self._n_features = X_train.shape[1]
-        self.context = context if context is not None else FitContext()
-        self.fit_info_ = {}
+            X_val = check_array(X_val, dtype=_FLOAT_DTYPES, ensure_min_samples=0,
+                                input_name="X_val")
+            if X_val.shape[1] != X.shape[1]:
+                raise ValueError(f"X_val has {X_val.shape[1]} features, X has {X.shape[1]}")
+        if self.task == LABELS_TASK:
+            y, X_val, y_val = self._encode_labels(y, X_val, y_val)
+        else:
+            if self.is_classifier:
+                self.classes_ = np.arange(2 if self.n_classes is None else int(self.n_classes))
+            else:
+                self.__dict__.pop("classes_", None)
+            y = self._check_target(y, X.shape[0], "y")
+            if X_val is not None:
+                y_val = self._check_target(y_val, X_val.shape[0], "y_val")
+        if X_val is not None and X_val.shape[0] == 0:  # an empty validation split is none
+            X_val = y_val = None
+        self._fit_context = context if context is not None else _NO_CONTEXT
+        self.fit_info_: dict[str, Any] = {}  # training-time facts worth logging
         self._constant_proba = None
 
         if self.is_classifier:
-            X_val, y_val = self._prepare_classes(y_train, X_val, y_val)
+            X_val, y_val = self._prepare_classes(y, X_val, y_val)
             if self._constant_proba is not None:
                 self.fit_info_["constant"] = True
+                self._fitted = True
                 return self
-            y_train = np.searchsorted(self._train_classes, y_train)
-        with threadpool_limits(limits=self.n_jobs):
-            self._fit(X_train, y_train, X_val, y_val)
+            y = np.searchsorted(self._train_classes, y)
+        with self._arguments_for_fit() as n_threads, threadpool_limits(limits=n_threads):
+            self._fit(X, y, X_val, y_val)
+        self._fitted = True
         return self
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Class indices for classification; standardised-scale values for regression."""
+        """Class labels (class indices for the workflow's tasks); values for regression (on the
+        standardised scale in the workflow)."""
         if self.is_classifier:
-            return np.argmax(self.predict_proba(X), axis=1).astype(np.int64)
+            codes = np.argmax(self.predict_proba(X), axis=1).astype(np.int64)
+            return self.classes_[codes] if self.task == LABELS_TASK else codes
         X = self._check_predict_input(X)
-        with threadpool_limits(limits=self.n_jobs):
+        with threadpool_limits(limits=_resolve_n_jobs(self.n_jobs)):
             values = np.asarray(self._predict_values(X), dtype=np.float64).reshape(-1)
         return values
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """(n, n_classes) class probabilities; classes absent from training get probability 0."""
+    @property
+    def predict_proba(self) -> Callable[[np.ndarray], np.ndarray]:
+        """(n, len(classes_)) class probabilities; classes absent from training get 0.
+
+        Only classifiers have it: for regression the attribute itself is missing, so that
+        hasattr() tells scikit-learn (scorers, checks) whether probabilities exist.
+        """
         if not self.is_classifier:
             raise AttributeError("predict_proba is only available for classification")
+        return self._class_probabilities
+
+    def _class_probabilities(self, X: np.ndarray) -> np.ndarray:
         X = self._check_predict_input(X)
         if self._constant_proba is not None:
             return np.tile(self._constant_proba, (X.shape[0], 1))
-        with threadpool_limits(limits=self.n_jobs):
+        with threadpool_limits(limits=_resolve_n_jobs(self.n_jobs)):
             fitted = np.asarray(self._predict_proba(X), dtype=np.float64)
         # Several libraries compute in float32; rows are renormalised in float64 so that they
         # sum to one within float64 rounding, as the metrics expect.
         fitted /= fitted.sum(axis=1, keepdims=True)
         return self._to_all_classes(fitted)
+
+    def score(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
+        """Accuracy for classification, R² for regression (scikit-learn's default scores)."""
+        from sklearn.metrics import accuracy_score, r2_score
+
+        metric = accuracy_score if self.is_classifier else r2_score
+        return float(metric(y, self.predict(X), sample_weight=sample_weight))
 
     # --------------------------------------------------------------- subclass hooks
     @abstractmethod
@@ -291,23 +430,40 @@ class TabularModel(ABC):
                 if not np.all(np.equal(np.mod(values, 1), 0)):
                     raise ValueError(f"{name} must hold integer class indices")
                 values = values.astype(np.int64)
-            assert self.n_classes is not None
-            if values.size and (values.min() < 0 or values.max() >= self.n_classes):
-                raise ValueError(f"{name} holds class indices outside [0, {self.n_classes})")
+            n_classes = self.classes_.size
+            if values.size and (values.min() < 0 or values.max() >= n_classes):
+                raise ValueError(f"{name} holds class indices outside [0, {n_classes})")
             return values.astype(np.int64, copy=False)
         values = values.astype(np.float64, copy=False)
         if not np.isfinite(values).all():
             raise ValueError(f"{name} contains non-finite values")
         return values
 
+    def _encode_labels(
+        self, y: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """task "classification": learn `classes_` (the sorted distinct training labels) and turn
+        labels into their codes. Validation rows whose label never occurs in training are dropped:
+        the model could only give them probability 0."""
+        from sklearn.utils.multiclass import check_classification_targets
+
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if X_val is None:
+            return codes, None, None
+        y_val = np.asarray(y_val).reshape(-1)
+        if y_val.shape[0] != X_val.shape[0]:
+            raise ValueError(f"y_val has {y_val.shape[0]} rows, expected {X_val.shape[0]}")
+        known = np.isin(y_val, self.classes_)
+        return codes, X_val[known], np.searchsorted(self.classes_, y_val[known])
+
     def _prepare_classes(
         self, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Record the present classes; re-code validation labels and drop rows of absent classes."""
-        assert self.n_classes is not None
         self._train_classes = np.unique(y_train)
         if self._train_classes.size == 1:
-            self._constant_proba = np.zeros(self.n_classes)
+            self._constant_proba = np.zeros(self.classes_.size)
             self._constant_proba[self._train_classes[0]] = 1.0
             return None, None
         if X_val is None or y_val is None:
@@ -318,29 +474,28 @@ class TabularModel(ABC):
         return X_val[keep], np.searchsorted(self._train_classes, y_val[keep])
 
     def _to_all_classes(self, fitted: np.ndarray) -> np.ndarray:
-        assert self._train_classes is not None and self.n_classes is not None
+        assert self._train_classes is not None
         if fitted.ndim != 2 or fitted.shape[1] != self._train_classes.size:
             raise RuntimeError(
                 f"{self.name} returned probabilities of shape {fitted.shape}, "
                 f"expected (n, {self._train_classes.size})"
             )
-        full = np.zeros((fitted.shape[0], self.n_classes), dtype=np.float64)
+        full = np.zeros((fitted.shape[0], self.classes_.size), dtype=np.float64)
         full[:, self._train_classes] = fitted
         return full
 
     def _check_predict_input(self, X: np.ndarray) -> np.ndarray:
-        if self._n_features is None:
-            raise NotFittedError(f"{self.name} is not fitted; call fit() first")
-        matrix = _as_matrix(X, "X")
-        if matrix.shape[1] != self._n_features:
-            raise ValueError(f"X has {matrix.shape[1]} features, the model was fitted on {self._n_features}")
-        return matrix
+        """X as fit saw it: 2-D, finite, float32/float64, the fitted number of columns."""
+        if not self.__sklearn_is_fitted__():
+            raise _not_fitted(self)
+        from sklearn.utils.validation import validate_data
+
+        return validate_data(self, X, reset=False, dtype=_FLOAT_DTYPES, ensure_min_samples=0)
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(task={self.task!r}, params={self.params!r}, "
-            f"seed={self.seed}, n_jobs={self.n_jobs}, n_classes={self.n_classes})"
-        )
+        arguments = ", ".join(f"{key}={value!r}"
+                              for key, value in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({arguments})"
 
 
 @dataclass
@@ -496,7 +651,8 @@ class CategoricalLayout:
 
 @contextlib.contextmanager
 def torch_session(seed: int | None, n_jobs: int) -> Iterator[torch.device]:
-    """CUDA when present (else CPU), `n_jobs` intra-op threads, and a private seeded RNG.
+    """CUDA when present (else CPU), `n_jobs` intra-op threads (-1: every core), and a private
+    seeded RNG.
 
     The caller's global torch RNG state (CPU and the current CUDA device) and thread count are
     restored on exit, so fitting one model never changes what the next one draws.
@@ -510,7 +666,7 @@ def torch_session(seed: int | None, n_jobs: int) -> Iterator[torch.device]:
     with rng:
         if seed is not None:
             torch.manual_seed(seed)
-        torch.set_num_threads(n_jobs)
+        torch.set_num_threads(_resolve_n_jobs(n_jobs))
         try:
             yield device
         finally:

@@ -73,13 +73,14 @@ class MLPModel(EstimatorModel):
     ) -> None:
         super().__init__(task, params, seed, n_jobs, n_classes)
         self._fallback: np.ndarray | float | None = None  # set when training diverged at once
-        # A search space may override the constructor defaults with the same names.
-        self.max_epochs = int(self.params.get("max_epochs", max_epochs))
-        self.patience = int(self.params.get("patience", patience))
-        if self.max_epochs < 1 or self.patience < 1:
-            raise ValueError(
-                f"mlp: max_epochs and patience must be >= 1, got {self.max_epochs}, {self.patience}"
-            )
+        # Stored as given (scikit-learn's clone needs that). A search-space key with the same name
+        # overrides them while fitting (TabularModel._arguments_for_fit).
+        self.max_epochs = max_epochs
+        self.patience = patience
+        used = [int(params.get(key, value)) for key, value in (("max_epochs", max_epochs),
+                                                                ("patience", patience))]
+        if min(used) < 1:
+            raise ValueError(f"mlp: max_epochs and patience must be >= 1, got {used[0]}, {used[1]}")
 
     def _fit(
         self,
