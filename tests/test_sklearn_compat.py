@@ -94,9 +94,6 @@ BATCH_DEPENDENT = Exemption(
 TABNET_PICKLE = Exemption(
     "a fitted TabNet holds pytorch-tabnet callbacks whose metric classes are defined inside "
     "tabrepro.models.tabnet._library(), which pickle cannot find by name")
-ABLATION_PICKLE = Exemption(
-    "the ablation classes are made by type() in tabrepro.models.bishop.ablation_models() and are "
-    "not module attributes (their __module__ is 'abc'), so pickle cannot find them by name")
 
 
 def exemptions(name: str, task: str) -> dict[str, Exemption]:
@@ -119,8 +116,6 @@ def exemptions(name: str, task: str) -> dict[str, Exemption]:
         out["check_methods_sample_order_invariance"] = BATCH_DEPENDENT
     if name == "tabnet":
         out["check_estimators_pickle"] = TABNET_PICKLE
-    if name in ABLATIONS:
-        out["check_estimators_pickle"] = ABLATION_PICKLE
     return out
 
 

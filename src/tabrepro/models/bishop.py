@@ -106,8 +106,19 @@ class BiSHopModel(TabularModel):
         return True
 
 
+def _ablation_class(name: str, switches: dict) -> type[BiSHopModel]:
+    """A module-level class (so a fitted ablation pickles like any other model)."""
+    class_name = f"BiSHop_{name}"
+    cls = type(class_name, (BiSHopModel,), {"name": name, "fixed": dict(switches),
+                                            "__doc__": f"BiSHop with {switches}.",
+                                            "__module__": __name__, "__qualname__": class_name})
+    globals()[class_name] = cls
+    return cls
+
+
+_ABLATION_CLASSES = {name: _ablation_class(name, switches) for name, switches in ABLATIONS.items()}
+
+
 def ablation_models() -> dict[str, type[BiSHopModel]]:
     """One BiSHopModel subclass per ablation, named as in ABLATIONS."""
-    return {name: type(f"BiSHop_{name}", (BiSHopModel,), {"name": name, "fixed": dict(switches),
-                                                           "__doc__": f"BiSHop with {switches}."})
-            for name, switches in ABLATIONS.items()}
+    return dict(_ABLATION_CLASSES)
