@@ -106,6 +106,7 @@ def test_changed_knn_space_reruns_only_the_knn_jobs_and_the_tables(work):
         jobs = scheduled(work)
     assert sorted(jobs.pop("train")) == [job("knn", k) for k in FOLDS]
     assert jobs.pop("tables_npt") == ["results/tables/npt/table8.md"]
+    assert jobs.pop("scorecard") == ["results/scorecard/scorecard.md"]  # judges the tables' cells
     assert jobs.pop("report_html") == ["results/report/index.html"]  # built from the tables
     assert jobs.pop("all", None) is not None
     assert jobs == {}, f"jobs that do not depend on the k-NN space were scheduled: {jobs}"
@@ -120,6 +121,7 @@ def test_changed_npt_setting_reruns_only_npt_jobs_and_the_tables(work):
     assert sorted(jobs.pop("train_config")) == [job("npt", k, 0) for k in FOLDS]
     assert sorted(jobs.pop("select_config")) == [job("npt", k) for k in FOLDS]
     assert jobs.pop("tables_npt") == ["results/tables/npt/table8.md"]
+    assert jobs.pop("scorecard") == ["results/scorecard/scorecard.md"]  # judges the tables' cells
     assert jobs.pop("report_html") == ["results/report/index.html"]  # built from the tables
     jobs.pop("all", None)
     assert jobs == {}, f"jobs that do not depend on NPT's settings were scheduled: {jobs}"
