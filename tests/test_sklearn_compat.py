@@ -206,20 +206,25 @@ GROUPS = (("continuous", 1), ("continuous", 1), ("categorical", 3))
 @pytest.mark.parametrize("name", list(MODEL_REGISTRY))
 def test_clone_and_set_params_keep_the_workflow_result_bit_for_bit(name: str, task: str) -> None:
     """What clone() or set_params() builds fits exactly like the workflow's own construction,
-    and fitting changes no argument (n_jobs=-1 is resolved inside fit only)."""
+    and fitting changes no argument.
+
+    One thread, as the workflow's jobs: a multi-threaded random forest sums its trees' regression
+    predictions in thread order, so its last bit varies from run to run (seen at 4e-16). That
+    n_jobs=-1 is kept as given and resolved inside fit is tested below.
+    """
     X, y, X_val, y_val, X_test = _workflow_problem(task)
     params = cheap_params(name)
     if name == "random_forest" and task == "regression":
         params["criterion"] = "squared_error"
     cls = MODEL_REGISTRY[name]
-    model = cls(task, params, seed=7, n_jobs=-1)
+    model = cls(task, params, seed=7, n_jobs=1)
     own = {"max_epochs": 200, "patience": 20} if name == "mlp" else {}
-    assert model.get_params() == {"task": task, "params": params, "seed": 7, "n_jobs": -1,
+    assert model.get_params() == {"task": task, "params": params, "seed": 7, "n_jobs": 1,
                                   "n_classes": None, **own}
     assert model.params is params  # stored as given, as clone() requires
     twin = clone(model)
     assert twin.get_params() == model.get_params() and twin.params is not params
-    rebuilt = cls(task, {}, seed=0).set_params(params=params, seed=7, n_jobs=-1)
+    rebuilt = cls(task, {}, seed=0).set_params(params=params, seed=7, n_jobs=1)
 
     def outputs(fitted: TabularModel) -> np.ndarray:
         return fitted.predict_proba(X_test) if task == "binary" else fitted.predict(X_test)
@@ -228,7 +233,7 @@ def test_clone_and_set_params_keep_the_workflow_result_bit_for_bit(name: str, ta
     results = [outputs(m.fit(X, y, X_val, y_val, context=context)) for m in (model, twin, rebuilt)]
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
-    assert model.n_jobs == -1 and model.params is params and model.seed == 7
+    assert model.n_jobs == 1 and model.params is params and model.seed == 7
     if task == "binary":
         np.testing.assert_array_equal(model.classes_, [0, 1])
         assert model.predict(X_test).dtype == np.int64  # class indices, as before
