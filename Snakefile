@@ -28,8 +28,8 @@ include: "workflow/rules/report_html.smk"
 rule all:
     input:
         all_tables(),
-        f"{RESULTS}/scorecard/summary.json",
-        f"{RESULTS}/report/index.html",
+        LAYOUT.scorecard_summary,
+        LAYOUT.report_index,
 
 
 rule tables:  # the papers' tables only (DVC's `tables` stage)

@@ -48,19 +48,15 @@ def _params(args: argparse.Namespace) -> Params:
 
 def _require_table(params: Params, source: str) -> None:
     """The prepared table of a registry source, or an error naming the command that makes it."""
-    from tabrepro.data.table import TABLE_FILE
-
-    path = params.processed_dir(source) / TABLE_FILE
+    path = params.layout.processed_table.path(source=source)
     if not path.is_file():
         raise InputError(f"{path} does not exist: run `tabrepro prepare {source}` first")
 
 
 def _require_splits(params: Params, job: Job) -> None:
     """The job's prepared table and split file, or an error naming the command that makes them."""
-    from tabrepro.splits import fold_path
-
     _require_table(params, params.source_of(job.paper, job.dataset))
-    path = fold_path(params.split_dir(job.paper, job.dataset), job.fold)
+    path = params.layout.split_fold.path(job)
     if not path.is_file():
         raise InputError(f"{path} does not exist: run `tabrepro split {job.paper} {job.dataset}` first")
 
@@ -85,7 +81,7 @@ def cmd_jobs(args: argparse.Namespace) -> None:
               f"({unobtainable[paper, dataset]})", file=sys.stderr)
     for job in params.jobs():
         if (job.paper, job.dataset) not in unobtainable:
-            print(params.job_dir(job) / "metrics.json")
+            print(params.layout.job_metrics.path(job))
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
@@ -123,7 +119,7 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     status = read_fetch_status(params.raw_dir(), args.dataset)
     if status is not None and not status.ok:
         raise ParamsError(f"dataset {args.dataset!r} could not be obtained: {status.error} (delete "
-                          f"{params.raw_dir() / args.dataset / 'fetch_status.json'} and fetch again)")
+                          f"{params.layout.fetch_status.path(source=args.dataset)} and fetch again)")
     table = load_or_build_table(args.dataset, params.raw_dir())
     out = params.processed_dir(args.dataset)
     save_table(table, out)
@@ -189,7 +185,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                           f"then `tabrepro select` (the workflow does this)")
     _require_splits(params, job)
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
-    out = args.output or params.job_dir(job) / "metrics.json"
+    out = args.output or params.layout.job_metrics.path(job)
     write_result(result, Path(out))
     _print_result(Path(out), result)
 
@@ -213,7 +209,7 @@ def cmd_select(args: argparse.Namespace) -> None:
     if not _per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
     _require_splits(params, job)
-    out = Path(args.output or params.job_dir(job) / "metrics.json")
+    out = Path(args.output or params.layout.job_metrics.path(job))
     result = select_config(params, job, out, n_jobs=args.threads)
     write_result(result, out)
     _print_result(out, result)
@@ -253,8 +249,9 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
 
     params = _params(args)
     card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
-    default = params.results_dir / "scorecard"
-    out_dir = args.output_dir or (default / args.paper if args.paper else default)
+    layout = params.layout
+    out_dir = args.output_dir or (layout.scorecard_paper_dir.path(paper=args.paper) if args.paper
+                                  else layout.scorecard_dir.path())
     for path in write_scorecard(card, out_dir):
         print(path)
     for paper, tables in summary(card)["papers"].items():

@@ -22,6 +22,7 @@ import yaml
 
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+from tabrepro.layout import RunLayout
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
@@ -443,24 +444,35 @@ class Params:
         return Path(os.environ.get(RESULTS_DIR_ENV) or self.raw["paths"]["results"])
 
     @property
+    def logs_dir(self) -> Path:
+        """The workflow's logs: `logs/` beside params.yaml (where Snakemake runs)."""
+        return Path(self.source).parent / "logs"
+
+    @property
+    def layout(self) -> RunLayout:
+        """Every path of a run, as Snakemake patterns or filled in (tabrepro.layout)."""
+        return RunLayout(self.data_dir, self.results_dir, self.logs_dir)
+
+    @property
     def mirror(self) -> str | None:
         return os.environ.get(MIRROR_ENV) or self.raw["fetch"]["mirror"]
 
+    # Shorthands for the directories most callers want, filled from the layout's patterns.
     def raw_dir(self) -> Path:
-        return self.data_dir / "raw"
+        return self.layout.raw_dir.path()
 
     def processed_dir(self, source: str) -> Path:
-        return self.data_dir / "processed" / source
+        return self.layout.processed_dir.path(source=source)
 
     def split_dir(self, paper: str, dataset: str) -> Path:
-        return self.data_dir / "splits" / paper / dataset
+        return self.layout.split_dir.path(paper=paper, dataset=dataset)
 
     def job_dir(self, job: Job) -> Path:
-        return self.results_dir / job.paper / job.dataset / job.model / f"fold{job.fold}"
+        return self.layout.job_dir.path(job)
 
     def config_dir(self, job: Job, config: int) -> Path:
         """Where a per-configuration job (e.g. one NPT variant) writes; see models.base."""
-        return self.job_dir(job) / f"config{config}"
+        return self.layout.config_dir.path(job, config=config)
 
     def tables_dir(self, paper: str) -> Path:
-        return self.results_dir / "tables" / paper
+        return self.layout.tables_dir.path(paper=paper)

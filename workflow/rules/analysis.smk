@@ -35,13 +35,12 @@ def analysis_digest(wildcards):
 
 def trained_npt(wildcards):
     job = Job(ANALYSIS_PAPER, wildcards.dataset, "npt", int(wildcards.fold))
-    directory = PARAMS.job_dir(job)
     source = PARAMS.source_of(ANALYSIS_PAPER, wildcards.dataset)
     return {
-        "metrics": str(directory / "metrics.json"),
-        "weights": str(directory / "weights.pt"),
-        "table": f"{DATA}/processed/{source}/table.parquet",
-        "splits": f"{DATA}/splits/{ANALYSIS_PAPER}/{wildcards.dataset}/splits.json",
+        "metrics": str(LAYOUT.job_metrics.path(job)),
+        "weights": str(LAYOUT.job_weights.path(job)),
+        "table": str(LAYOUT.processed_table.path(source=source)),
+        "splits": str(LAYOUT.split_manifest.path(paper=ANALYSIS_PAPER, dataset=wildcards.dataset)),
     }
 
 
@@ -49,13 +48,13 @@ rule analyse_fold:
     input:
         unpack(trained_npt),
     output:
-        f"{RESULTS}/analysis/{{experiment}}/{{dataset}}/fold{{fold}}/result.json",
+        LAYOUT.analysis_fold_result,
     params:
         paper=ANALYSIS_PAPER,
         digest=analysis_digest,
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
-        f"{LOGS}/analysis/{{experiment}}/{{dataset}}/fold{{fold}}.log",
+        LAYOUT.analysis_fold_log,
     wildcard_constraints:
         experiment="|".join(FOLD_EXPERIMENTS),
         dataset=r"[^/]+",
@@ -74,13 +73,13 @@ rule analyse_lookup:
     input:
         lambda wildcards: lookup_input_files(PARAMS, wildcards.dataset),
     output:
-        f"{RESULTS}/analysis/lookup/{{dataset}}/result.json",
+        LAYOUT.analysis_lookup_result,
     params:
         paper=ANALYSIS_PAPER,
         digest=analysis_digest,
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     log:
-        f"{LOGS}/analysis/lookup/{{dataset}}.log",
+        LAYOUT.analysis_lookup_log,
     wildcard_constraints:
         dataset=r"[^/]+",
     # One thread: the lookup NPT is tiny, and a second thread made its steps ~9x slower on CPU.

@@ -33,9 +33,8 @@ try:
 except ParamsError as error:  # one line naming the bad key, not Snakemake's stack of frames
     sys.exit(f"tabrepro: error: {error}")
 PROFILE = PARAMS.profile_name
-DATA = str(PARAMS.data_dir)
-RESULTS = str(PARAMS.results_dir)
-LOGS = "logs"
+# Every path of the run, as patterns with wildcards (tabrepro.layout): the one place they are spelt.
+LAYOUT = PARAMS.layout
 # The Python running Snakemake runs the jobs too, so an unactivated .venv/bin/snakemake works.
 CLI = f"{shlex.quote(sys.executable)} -m tabrepro --params {PARAMS_FILE} --profile {PROFILE} --quiet"
 
@@ -52,12 +51,13 @@ def downloaded_sources():
 
 def fetch_statuses(wildcards=None):
     """Every downloaded source's fetch record (one `fetch` job each, run in parallel)."""
-    return [f"{DATA}/raw/{source}/fetch_status.json" for source in downloaded_sources()]
+    return [str(LAYOUT.fetch_status.path(source=source)) for source in downloaded_sources()]
 
 
 # The checkpoint `availability` (data.smk) runs once every fetch has been tried; its file name
 # carries a digest of the source list, so a profile asking for other datasets gets a fresh one.
-AVAILABILITY = f"{DATA}/raw/availability-{hashlib.sha256(' '.join(downloaded_sources()).encode()).hexdigest()[:12]}.txt"
+AVAILABILITY = str(LAYOUT.availability.path(
+    digest=hashlib.sha256(" ".join(downloaded_sources()).encode()).hexdigest()[:12]))
 
 
 def fetch_status(source):
@@ -92,18 +92,12 @@ def embedded_or_raw(source):
     status = fetch_status(source)
     if not status.ok:
         raise WorkflowError(f"dataset {source!r} could not be obtained: {status.error} "
-                            f"(delete {DATA}/raw/{source}/fetch_status.json to try again)")
-    return [f"{DATA}/raw/{source}/fetch_status.json"]
-
-
-def split_files(wildcards):
-    n = PARAMS.n_folds(wildcards.paper, wildcards.dataset)
-    return [f"{DATA}/splits/{wildcards.paper}/{wildcards.dataset}/fold{k}.npy" for k in range(n)]
+                            f"(delete {LAYOUT.fetch_status.path(source=source)} to try again)")
+    return [str(LAYOUT.fetch_status.path(source=source))]
 
 
 def processed_table(wildcards):
-    source = PARAMS.source_of(wildcards.paper, wildcards.dataset)
-    return f"{DATA}/processed/{source}/table.parquet"
+    return str(LAYOUT.processed_table.path(source=PARAMS.source_of(wildcards.paper, wildcards.dataset)))
 
 
 def job_digest(wildcards):
@@ -114,7 +108,7 @@ def paper_results(paper):
     """Result files of the paper's jobs whose dataset could be obtained (see `fetch_status`)."""
     jobs = PARAMS.jobs([paper])
     usable = {d: obtainable(paper, d) for d in dict.fromkeys(job.dataset for job in jobs)}
-    return [str(PARAMS.job_dir(job) / "metrics.json") for job in jobs if usable[job.dataset]]
+    return [str(LAYOUT.job_metrics.path(job)) for job in jobs if usable[job.dataset]]
 
 
 def all_results(wildcards=None):
@@ -124,7 +118,7 @@ def all_results(wildcards=None):
 def all_tables():
     tables = []
     for paper in SELECTED_PAPERS:
-        tables.extend(f"{RESULTS}/tables/{paper}/{name}.md" for name in PARAMS.paper(paper)["tables"])
+        tables.extend(str(LAYOUT.table.path(paper=paper, table=name, ext="md")) for name in PARAMS.paper(paper)["tables"])
     return tables
 
 
@@ -147,7 +141,7 @@ def gpus(wildcards):
 def config_results(wildcards):
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
     n = PARAMS.n_configs(job.paper, job.dataset, job.model)
-    return [str(PARAMS.config_dir(job, c) / "result.json") for c in range(n)]
+    return [str(LAYOUT.config_result.path(job, config=c)) for c in range(n)]
 
 
 def retrains(wildcards):

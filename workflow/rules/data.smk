@@ -6,9 +6,9 @@
 # common.smk leave the unobtainable datasets' jobs out.
 rule fetch:
     output:
-        f"{DATA}/raw/{{source}}/fetch_status.json",
+        LAYOUT.fetch_status,
     log:
-        f"{LOGS}/fetch/{{source}}.log",
+        LAYOUT.fetch_log,
     resources:
         runtime=120,
     shell:
@@ -28,10 +28,10 @@ rule prepare:
     input:
         lambda w: embedded_or_raw(w.source),
     output:
-        table=f"{DATA}/processed/{{source}}/table.parquet",
-        schema=f"{DATA}/processed/{{source}}/schema.json",
+        table=LAYOUT.processed_table,
+        schema=LAYOUT.processed_schema,
     log:
-        f"{LOGS}/prepare/{{source}}.log",
+        LAYOUT.prepare_log,
     shell:
         "{CLI} prepare {wildcards.source} > {log} 2>&1"
 
@@ -40,10 +40,10 @@ rule split:
     input:
         processed_table,
     output:
-        f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
+        LAYOUT.split_manifest,
     params:
         digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     log:
-        f"{LOGS}/split/{{paper}}/{{dataset}}.log",
+        LAYOUT.split_log,
     shell:
         "{CLI} split {wildcards.paper} {wildcards.dataset} > {log} 2>&1"

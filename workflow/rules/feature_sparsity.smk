@@ -21,9 +21,9 @@ def sparsity_main_run(wildcards):
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
     source = PARAMS.source_of(job.paper, job.dataset)
     return {
-        "metrics": str(PARAMS.job_dir(job) / "metrics.json"),
-        "table": f"{DATA}/processed/{source}/table.parquet",
-        "splits": f"{DATA}/splits/{job.paper}/{job.dataset}/splits.json",
+        "metrics": str(LAYOUT.job_metrics.path(job)),
+        "table": str(LAYOUT.processed_table.path(source=source)),
+        "splits": str(LAYOUT.split_manifest.path(paper=job.paper, dataset=job.dataset)),
     }
 
 
@@ -31,11 +31,11 @@ rule feature_sparsity:
     input:
         unpack(sparsity_main_run),
     output:
-        f"{RESULTS}/feature_sparsity/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}.json",
+        LAYOUT.sparsity_result,
     params:
         digest=lambda wildcards: SPARSITY.digest(PARAMS.seed) if SPARSITY else "",
     log:
-        f"{LOGS}/feature_sparsity/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}.log",
+        LAYOUT.sparsity_log,
     wildcard_constraints:
         paper=r"[^/]+",
         dataset=r"[^/]+",
@@ -61,10 +61,10 @@ rule feature_sparsity_plot:
     input:
         sparsity_results,
     output:
-        png=f"{RESULTS}/feature_sparsity/{{paper}}/curves.png",
-        csv=f"{RESULTS}/feature_sparsity/{{paper}}/curves.csv",
-        summary=f"{RESULTS}/feature_sparsity/{{paper}}/summary.json",
+        png=LAYOUT.sparsity_curves_png,
+        csv=LAYOUT.sparsity_curves_csv,
+        summary=LAYOUT.sparsity_summary,
     log:
-        f"{LOGS}/feature_sparsity/{{paper}}/plot.log",
+        LAYOUT.sparsity_plot_log,
     shell:
         "{CLI} sparsity-plot {wildcards.paper} > {log} 2>&1"

@@ -9,13 +9,14 @@ for _paper in SELECTED_PAPERS:
             lambda w, paper=_paper: paper_results(paper),
         output:
             expand(
-                f"{RESULTS}/tables/{_paper}/{{table}}.{{ext}}",
+                LAYOUT.table,
+                paper=_paper,
                 table=list(PARAMS.paper(_paper)["tables"]),
                 ext=["md", "tex", "csv"],
             ),
         params:
             paper=_paper,
         log:
-            f"{LOGS}/tables/{_paper}.log",
+            str(LAYOUT.tables_log.path(paper=_paper)),
         shell:
             "{CLI} tables {params.paper} > {log} 2>&1"

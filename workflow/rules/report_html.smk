@@ -6,15 +6,15 @@
 rule report_html:
     input:
         tables=all_tables(),
-        scorecard=f"{RESULTS}/scorecard/summary.json",
+        scorecard=LAYOUT.scorecard_summary,
         results=all_results,
         analysis=analysis_targets,
         sparsity=sparsity_targets(),
     output:
-        f"{RESULTS}/report/index.html",
+        LAYOUT.report_index,
     params:
-        outdir=f"{RESULTS}/report",
+        outdir=str(LAYOUT.report_dir),
     log:
-        f"{LOGS}/report/html.log",
+        LAYOUT.report_log,
     shell:
         "{CLI} report --output-dir {params.outdir} > {log} 2>&1"

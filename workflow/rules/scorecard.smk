@@ -9,10 +9,10 @@ rule scorecard:
         results=all_results,
         fetched=fetch_statuses,
     output:
-        md=f"{RESULTS}/scorecard/scorecard.md",
-        csv=f"{RESULTS}/scorecard/scorecard.csv",
-        summary=f"{RESULTS}/scorecard/summary.json",
+        md=LAYOUT.scorecard_markdown,
+        csv=LAYOUT.scorecard_csv,
+        summary=LAYOUT.scorecard_summary,
     log:
-        f"{LOGS}/scorecard.log",
+        LAYOUT.scorecard_log,
     shell:
         "{CLI} scorecard > {log} 2>&1"

@@ -3,21 +3,18 @@
 # each resumable from a state file that is not a declared output, then a selection job picks the
 # configuration on validation and scores it once on test. Resources grow with each retry.
 
-JOB_DIR = f"{RESULTS}/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}"
-JOB_LOG = f"{LOGS}/train/{{paper}}/{{dataset}}/{{model}}/fold{{fold}}"
-
 
 rule train:
     input:
         table=processed_table,
-        splits=f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
+        splits=LAYOUT.split_manifest,
     output:
-        f"{JOB_DIR}/metrics.json",
+        LAYOUT.job_metrics,
     params:
         # Reruns the job when any parameter its result depends on changes (and only then).
         digest=job_digest,
     log:
-        f"{JOB_LOG}.log",
+        LAYOUT.train_log,
     wildcard_constraints:
         model=one_of(IN_JOB_MODELS),
         fold=r"\d+",
@@ -34,16 +31,16 @@ rule train:
 rule train_config:
     input:
         table=processed_table,
-        splits=f"{DATA}/splits/{{paper}}/{{dataset}}/splits.json",
+        splits=LAYOUT.split_manifest,
     output:
-        result=f"{JOB_DIR}/config{{config}}/result.json",
-        predictions=f"{JOB_DIR}/config{{config}}/predictions.npz",
-        weights=f"{JOB_DIR}/config{{config}}/weights.pt",
+        result=LAYOUT.config_result,
+        predictions=LAYOUT.config_predictions,
+        weights=LAYOUT.config_weights,
     params:
         digest=job_digest,
         out_dir=lambda wildcards, output: os.path.dirname(output.result),
     log:
-        f"{JOB_LOG}/config{{config}}.log",
+        LAYOUT.config_log,
     wildcard_constraints:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",
@@ -63,12 +60,12 @@ rule select_config:
     input:
         config_results,
     output:
-        metrics=f"{JOB_DIR}/metrics.json",
-        weights=f"{JOB_DIR}/weights.pt",
+        metrics=LAYOUT.job_metrics,
+        weights=LAYOUT.job_weights,
     params:
         digest=job_digest,
     log:
-        f"{JOB_LOG}/select.log",
+        LAYOUT.select_log,
     wildcard_constraints:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",

@@ -72,7 +72,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     papers = [paper for paper in params.papers if params.jobs([paper])]
     found = sum(len(collect_current_results(params, paper)) for paper in papers)
     warn_missing_results(params, papers, found, "report")
-    out_dir = args.output_dir or Path(params.results_dir) / "report"
+    out_dir = args.output_dir or params.layout.report_dir.path()
     index = build_report(params, Path(out_dir))
     print(index)
 

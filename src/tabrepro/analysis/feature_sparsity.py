@@ -126,13 +126,14 @@ def plan_jobs(params: Params, settings: SparsitySettings | None) -> list[Job]:
 
 
 def result_path(params: Params, job: Job) -> Path:
-    return Path(params.results_dir) / EXPERIMENT / job.paper / job.dataset / job.model / f"fold{job.fold}.json"
+    return params.layout.sparsity_result.path(job)
 
 
 def curve_files(params: Params, paper: str) -> dict[str, Path]:
     """The aggregate outputs of `plot_curves` for a paper."""
-    base = Path(params.results_dir) / EXPERIMENT / paper
-    return {"csv": base / "curves.csv", "png": base / "curves.png", "summary": base / "summary.json"}
+    layout = params.layout
+    return {"csv": layout.sparsity_curves_csv.path(paper=paper), "png": layout.sparsity_curves_png.path(paper=paper),
+            "summary": layout.sparsity_summary.path(paper=paper)}
 
 
 # ------------------------------------------------------------------------------ the method
@@ -198,7 +199,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
     if settings is None:
         raise AnalysisError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
     started = time.perf_counter()
-    metrics_path = Path(metrics_path or params.job_dir(job) / "metrics.json")
+    metrics_path = Path(metrics_path or params.layout.job_metrics.path(job))
     out_path = Path(out_path or result_path(params, job))
     if not metrics_path.is_file():
         raise FileNotFoundError(f"{metrics_path}: the main run of {job.paper}/{job.dataset}/{job.model}/"

@@ -45,12 +45,11 @@ def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings 
 
 
 def result_path(params: Any, experiment: str, dataset: str, fold: int | None = None) -> Path:
-    base = Path(params.results_dir) / "analysis" / experiment / dataset
     if experiment == "lookup":
-        return base / RESULT_FILE
+        return params.layout.analysis_lookup_result.path(dataset=dataset)
     if fold is None:
         raise AnalysisError(f"experiment {experiment!r} needs --fold")
-    return base / f"fold{fold}" / RESULT_FILE
+    return params.layout.analysis_fold_result.path(experiment=experiment, dataset=dataset, fold=fold)
 
 
 def plan_fold_jobs(params: Any, settings: AnalysisSettings | None = None) -> list[tuple[str, str, int]]:
@@ -93,7 +92,7 @@ def lookup_input_files(params: Any, dataset: str) -> list[str]:
     if dataset == SYNTHETIC:
         return []
     source = params.source_of(settings.paper, dataset)
-    return [str(Path(params.processed_dir(source)) / "table.parquet")]
+    return [str(params.layout.processed_table.path(source=source))]
 
 
 # ---------------------------------------------------------------------------- running

@@ -242,7 +242,7 @@ def _scorecard_section(page: _Page, params: Any) -> None:
 
 
 def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
-    path = Path(params.results_dir) / "scorecard" / "summary.json"
+    path = params.layout.scorecard_summary.path()
     if not path.is_file():
         return f"{path} has not been written: run `tabrepro scorecard` (this section was built in memory)."
     try:
@@ -513,7 +513,7 @@ def _variant_wall_time(params: Any, paper: str, dataset: str, model: str) -> flo
 # ---------------------------------------------------------------------------- analysis results
 def _analysis_results(params: Any) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
     """Analysis result files written under the active profile, by experiment."""
-    root = Path(params.results_dir) / "analysis"
+    root = params.layout.analysis_dir.path()
     found: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
     for path in sorted(root.glob("*/*/result.json")) + sorted(root.glob("*/*/fold*/result.json")):
         try:

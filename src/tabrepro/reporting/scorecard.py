@@ -15,13 +15,14 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tabrepro.config import Job
 from tabrepro.errors import InputError
 from tabrepro.data.availability import FetchStatus, read_fetch_status, status_path
 from tabrepro.data.registry import get_source
@@ -194,15 +195,16 @@ class _PaperContext:
         """The logs the workflow's rules write for this job (workflow/rules/train.smk)."""
         from tabrepro.models.registry import get_model_class
 
-        base = self.logs_dir / "train" / self.paper / dataset / model / f"fold{fold}"
+        layout = replace(self.params.layout, logs=self.logs_dir)
+        job = Job(self.paper, dataset, model, fold)
         if not get_model_class(model).per_config_jobs:
-            candidates = [base.with_name(f"{base.name}.log")]
+            candidates = [layout.train_log.path(job)]
         else:
             try:
                 n_configs = self.params.n_configs(self.paper, dataset, model)
             except ValueError:
                 n_configs = 0
-            candidates = [base / "select.log", *(base / f"config{c}.log" for c in range(n_configs))]
+            candidates = [layout.select_log.path(job), *(layout.config_log.path(job, config=c) for c in range(n_configs))]
         return tuple(path for path in candidates if path.is_file())
 
     def not_run_reason(self, dataset: str, model: str | None) -> str | None:
@@ -484,7 +486,7 @@ def build_scorecard(params: Any, paper: str | None = None, logs_dir: Path | None
     not select, and ResultsError (tables.py) for a stale or malformed metrics.json.
     """
     if logs_dir is None:
-        logs_dir = Path(params.source).parent / "logs"
+        logs_dir = params.logs_dir
     if paper is not None:
         if paper not in params.papers:
             raise ScorecardError(f"unknown paper {paper!r} (params.yaml has {', '.join(params.papers)})")

@@ -1,0 +1,149 @@
+"""Where every file of a run lives: the one owner of the on-disk layout.
+
+A run has three roots: the data directory (downloads, prepared tables, splits), the results
+directory (job results, tables, scorecard, report, analysis and feature-sparsity outputs) and the
+logs directory (one log per workflow job). `RunLayout` names every file under them once, as a
+*pattern* with Snakemake-style wildcards (`{paper}`, `{dataset}`, `{model}`, `{fold}`, ...):
+
+* the workflow's rules take a pattern as it is (`output: LAYOUT.job_metrics`), and Snakemake
+  fills the wildcards;
+* the CLI and the library fill it themselves (`LAYOUT.job_metrics.path(job)`).
+
+So a rule's output and the path the command behind it writes can never disagree. Params builds the
+layout from params.yaml's `paths` (and $TABREPRO_DATA_DIR / $TABREPRO_RESULTS_DIR); see
+`tabrepro.config.Params.layout`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PathPattern", "RunLayout"]
+
+# File names inside the directories below. Modules that write these files by name (training.py's
+# RESULT_FILE / PREDICTIONS_FILE / WEIGHTS_FILE, data/table.py's TABLE_FILE, ...) must agree; a
+# test checks that they do.
+METRICS_FILE = "metrics.json"
+WEIGHTS_FILE = "weights.pt"
+RESULT_FILE = "result.json"
+PREDICTIONS_FILE = "predictions.npz"
+FETCH_STATUS_FILE = "fetch_status.json"
+TABLE_FILE = "table.parquet"
+SCHEMA_FILE = "schema.json"
+SPLIT_MANIFEST_FILE = "splits.json"
+
+
+class PathPattern(str):
+    """A path with `{wildcard}` fields. Snakemake takes it as the string it is; `path` fills it."""
+
+    @property
+    def wildcards(self) -> tuple[str, ...]:
+        """The wildcard names, in order of appearance."""
+        names = (field for _, field, _, _ in string.Formatter().parse(self) if field is not None)
+        return tuple(dict.fromkeys(names))
+
+    def path(self, job: Any = None, **wildcards: Any) -> Path:
+        """The pattern with every wildcard filled, from `job` (a tabrepro.config.Job: paper,
+        dataset, model, fold) and/or keyword values; a missing or unknown wildcard is an error."""
+        values = {**(dataclasses.asdict(job) if job is not None else {}), **wildcards}
+        missing = [name for name in self.wildcards if name not in values]
+        if missing:
+            raise ValueError(f"path pattern {str(self)!r} needs {', '.join(missing)}")
+        unused = sorted(set(wildcards) - set(self.wildcards))
+        if unused:
+            raise ValueError(f"path pattern {str(self)!r} has no wildcard {', '.join(unused)}")
+        return Path(self.format(**values))
+
+
+class _Entry:
+    """One file or directory of the layout: a template under one of the layout's roots."""
+
+    def __init__(self, root: str, template: str) -> None:
+        self.root = root
+        self.template = template
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, layout: "RunLayout | None", owner: type) -> Any:
+        if layout is None:
+            return self
+        root = str(getattr(layout, self.root)).replace("{", "{{").replace("}", "}}")
+        return PathPattern(f"{root}/{self.template}")
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """Every path of a run, as patterns (`layout.job_metrics`) or filled (`.path(job)`)."""
+
+    data: Path
+    results: Path
+    logs: Path
+
+    def __post_init__(self) -> None:
+        for root in ("data", "results", "logs"):  # one spelling of each root (no "./", no "/" at the end)
+            object.__setattr__(self, root, Path(getattr(self, root)))
+
+    # -- data: downloads, prepared tables, splits --------------------------------------------
+    raw_dir = _Entry("data", "raw")
+    fetch_status = _Entry("data", f"raw/{{source}}/{FETCH_STATUS_FILE}")
+    # Written once every download was tried; the digest names the profile's source list.
+    availability = _Entry("data", "raw/availability-{digest}.txt")
+    processed_dir = _Entry("data", "processed/{source}")
+    processed_table = _Entry("data", f"processed/{{source}}/{TABLE_FILE}")
+    processed_schema = _Entry("data", f"processed/{{source}}/{SCHEMA_FILE}")
+    split_dir = _Entry("data", "splits/{paper}/{dataset}")
+    split_manifest = _Entry("data", f"splits/{{paper}}/{{dataset}}/{SPLIT_MANIFEST_FILE}")
+    split_fold = _Entry("data", "splits/{paper}/{dataset}/fold{fold}.npy")
+
+    # -- results: one directory per job, then what is built from them ------------------------
+    job_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}")
+    job_metrics = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{METRICS_FILE}")
+    job_weights = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{WEIGHTS_FILE}")
+    # Per-configuration models (e.g. NPT's variants) train each configuration in its own job.
+    config_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}/config{config}")
+    config_result = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{RESULT_FILE}")
+    config_predictions = _Entry(
+        "results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{PREDICTIONS_FILE}")
+    config_weights = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{WEIGHTS_FILE}")
+    tables_dir = _Entry("results", "tables/{paper}")
+    table = _Entry("results", "tables/{paper}/{table}.{ext}")
+    scorecard_dir = _Entry("results", "scorecard")
+    scorecard_paper_dir = _Entry("results", "scorecard/{paper}")  # `tabrepro scorecard PAPER`
+    scorecard_markdown = _Entry("results", "scorecard/scorecard.md")
+    scorecard_csv = _Entry("results", "scorecard/scorecard.csv")
+    scorecard_summary = _Entry("results", "scorecard/summary.json")
+    report_dir = _Entry("results", "report")
+    report_index = _Entry("results", "report/index.html")
+    analysis_dir = _Entry("results", "analysis")
+    analysis_fold_result = _Entry("results", f"analysis/{{experiment}}/{{dataset}}/fold{{fold}}/{RESULT_FILE}")
+    analysis_lookup_result = _Entry("results", f"analysis/lookup/{{dataset}}/{RESULT_FILE}")
+    sparsity_result = _Entry("results", "feature_sparsity/{paper}/{dataset}/{model}/fold{fold}.json")
+    sparsity_curves_png = _Entry("results", "feature_sparsity/{paper}/curves.png")
+    sparsity_curves_csv = _Entry("results", "feature_sparsity/{paper}/curves.csv")
+    sparsity_summary = _Entry("results", "feature_sparsity/{paper}/summary.json")
+
+    # -- logs: one per workflow job -------------------------------------------------------------
+    fetch_log = _Entry("logs", "fetch/{source}.log")
+    prepare_log = _Entry("logs", "prepare/{source}.log")
+    split_log = _Entry("logs", "split/{paper}/{dataset}.log")
+    train_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}.log")
+    config_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/config{config}.log")
+    select_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/select.log")
+    tables_log = _Entry("logs", "tables/{paper}.log")
+    scorecard_log = _Entry("logs", "scorecard.log")
+    report_log = _Entry("logs", "report/html.log")
+    analysis_fold_log = _Entry("logs", "analysis/{experiment}/{dataset}/fold{fold}.log")
+    analysis_lookup_log = _Entry("logs", "analysis/lookup/{dataset}.log")
+    sparsity_log = _Entry("logs", "feature_sparsity/{paper}/{dataset}/{model}/fold{fold}.log")
+    sparsity_plot_log = _Entry("logs", "feature_sparsity/{paper}/plot.log")
+
+    @classmethod
+    def entries(cls) -> dict[str, str]:
+        """Every entry's name and template (relative to its root), in the order defined above."""
+        return {name: f"{{{entry.root}}}/{entry.template}" for name, entry in vars(cls).items()
+                if isinstance(entry, _Entry)}
