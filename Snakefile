@@ -18,11 +18,11 @@ validate(config, "workflow/schemas/params.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
-include: "workflow/rules/report.smk"
+include: "workflow/rules/tables.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/feature_sparsity.smk"
 include: "workflow/rules/scorecard.smk"
-include: "workflow/rules/report_html.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

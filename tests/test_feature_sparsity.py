@@ -1,4 +1,4 @@
-"""BiSHop's feature-sparsity curves (tabrepro.analysis.feature_sparsity), without Snakemake."""
+"""BiSHop's feature-sparsity curves (tabrepro.feature_sparsity), without Snakemake."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tabrepro.analysis import feature_sparsity as fs
-from tabrepro.analysis.settings import AnalysisError
+from tabrepro import feature_sparsity as fs
 from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
 
@@ -69,7 +68,7 @@ def test_removal_orders_and_counts():
     random = fs.removal_sequence("random", importance, np.random.default_rng(7))
     assert sorted(random.tolist()) == [0, 1, 2, 3]
     assert random.tolist() == fs.removal_sequence("random", importance, np.random.default_rng(7)).tolist()
-    with pytest.raises(AnalysisError, match="unknown removal order 'best'"):
+    with pytest.raises(fs.SparsityError, match="unknown removal order 'best'"):
         fs.removal_sequence("best", importance, np.random.default_rng(0))
     assert [fs.n_removed(f, 30) for f in (0.0, 0.1, 0.35, 0.7)] == [0, 3, 10, 21]
     assert fs.n_removed(0.9, 2) == 1  # one feature always stays
@@ -103,7 +102,7 @@ def test_restricting_features_removes_whole_one_hot_blocks(prepared):
 ])
 def test_bad_settings_are_refused_naming_the_key(tmp_path, entry, message):
     params_file = write_params(tmp_path, entry)
-    with pytest.raises((AnalysisError, ParamsError), match=message):
+    with pytest.raises((fs.SparsityError, ParamsError), match=message):
         fs.sparsity_settings(Params.from_file(params_file))
 
 
@@ -191,10 +190,10 @@ def test_plot_averages_the_jobs_and_refuses_stale_ones(prepared):
                              if p["order"] == "random" and p["fraction"] == 0.3) for r in fold_values])
     got = next(c["mean"] for c in curves if c["order"] == "random" and c["fraction"] == 0.3)
     assert got == pytest.approx(expected)
-    with pytest.raises(AnalysisError, match="for paper 'npt', not 'bishop'"):
+    with pytest.raises(fs.SparsityError, match="for paper 'npt', not 'bishop'"):
         fs.plot_curves(params, "bishop")
     # Other settings (here: fewer trees) make the stored jobs stale.
     raw = yaml.safe_load(params_file.read_text())
     raw["feature_sparsity"]["tiny"]["importance_trees"] = 21
-    with pytest.raises(AnalysisError, match="other feature_sparsity settings"):
+    with pytest.raises(fs.SparsityError, match="other feature_sparsity settings"):
         fs.plot_curves(Params(raw))

@@ -13,10 +13,10 @@
     tabrepro select PAPER DATASET MODEL FOLD     choose a per-config model's configuration, score it on test
     tabrepro tables PAPER                        aggregate per-fold results into the paper's tables
     tabrepro scorecard [PAPER]                   judge every table cell against the paper's value
-    tabrepro analyse PAPER DATASET EXPERIMENT    one of NPT's analysis experiments
+    tabrepro analyse PAPER DATASET EXPERIMENT [--fold K]   one of NPT's analysis experiments
     tabrepro sparsity PAPER DATASET MODEL --fold K   one feature-sparsity curve job (BiSHop Fig. 4.1)
-    tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves
-    tabrepro report                              the static HTML report
+    tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves: CSV, PNG, summary
+    tabrepro report [--output-dir DIR]           the static HTML report of the whole run
     tabrepro record NAME [--wall-time S]         copy the run into docs/records/NAME; update README
     tabrepro record --check                      is the README's records block current?
 
@@ -260,6 +260,49 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
               f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run")
 
 
+def cmd_analyse(args: argparse.Namespace) -> None:
+    from tabrepro.analysis.runner import run_experiment
+
+    params = _params(args)
+    path = run_experiment(params, args.paper, args.dataset, args.experiment, fold=args.fold,
+                          out_dir=args.output_dir, threads=args.threads,
+                          metrics_path=args.metrics, weights_path=args.weights)
+    print(path)
+
+
+def cmd_sparsity(args: argparse.Namespace) -> None:
+    import torch
+
+    from tabrepro.feature_sparsity import run_curve
+
+    torch.set_num_threads(args.threads)
+    params = _params(args)
+    params.dataset_entry(args.paper, args.dataset)  # a clear error for an unknown dataset
+    path = run_curve(params, Job(args.paper, args.dataset, args.model, args.fold),
+                     metrics_path=args.metrics, out_path=args.output, n_jobs=args.threads,
+                     progress=not args.quiet)
+    print(path)
+
+
+def cmd_sparsity_plot(args: argparse.Namespace) -> None:
+    from tabrepro.feature_sparsity import plot_curves
+
+    files = plot_curves(_params(args), args.paper)
+    print(files["png"])
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from tabrepro.reporting.html import build_report
+    from tabrepro.reporting.tables import collect_current_results
+
+    params = _params(args)
+    papers = [paper for paper in params.papers if params.jobs([paper])]
+    found = sum(len(collect_current_results(params, paper)) for paper in papers)
+    warn_missing_results(params, papers, found, "report")
+    out_dir = args.output_dir or params.layout.report_dir.path()
+    print(build_report(params, Path(out_dir)))
+
+
 def warn_missing_results(params: Params, papers: list[str], n_found: int, command: str) -> None:
     """Say on stderr when results are missing, and what makes them (the output still goes out:
     a table or report with the paper's numbers only is useful, and it is not an error)."""
@@ -358,9 +401,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")
     p.add_argument("--logs-dir", type=Path, help="the workflow's logs (default: logs/ beside params.yaml)")
 
-    from tabrepro.analysis.cli import register  # `analyse` and `report`
+    from tabrepro.analysis.settings import EXPERIMENTS, SYNTHETIC
 
-    register(add)
+    p = add("analyse", cmd_analyse,
+            "run one of NPT's analysis experiments (corruption, deletion, attention on a trained "
+            "fold; lookup trains its own NPT)")
+    p.add_argument("paper", help="paper whose results hold the trained NPT (npt)")
+    p.add_argument("dataset", help=f"the paper's dataset name; for lookup also {SYNTHETIC!r}")
+    p.add_argument("experiment", choices=EXPERIMENTS)
+    p.add_argument("--fold", type=int, help="fold of the trained NPT (corruption, deletion, attention)")
+    p.add_argument("--output-dir", type=Path,
+                   help="where result.json and figures go (default: results/analysis/EXPERIMENT/DATASET[/foldK])")
+    p.add_argument("--metrics", type=Path, help="the fold's NPT metrics.json (default: from the results tree)")
+    p.add_argument("--weights", type=Path, help="the fold's NPT weights.pt (default: beside metrics.json)")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default: 1)")
+    p = add("sparsity", cmd_sparsity,
+            "retrain a model with a growing fraction of the features removed (BiSHop Fig. 4.1, "
+            "right): one dataset x model x fold, all orders and fractions of params.yaml")
+    p.add_argument("paper", help="paper whose main run selected the configuration")
+    p.add_argument("dataset")
+    p.add_argument("model", help="a model the profile runs on this dataset")
+    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--metrics", type=Path, help="the main run's metrics.json (default: from the results tree)")
+    p.add_argument("--output", type=Path,
+                   help="result file (default: results/feature_sparsity/PAPER/DATASET/MODEL/foldK.json)")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for the models (default: 1)")
+    p = add("sparsity-plot", cmd_sparsity_plot,
+            "average the feature-sparsity jobs over folds and datasets: curves.csv, curves.png")
+    p.add_argument("paper", nargs="?", help="default: the profile's feature_sparsity paper")
+    p = add("report", cmd_report, "build the static HTML report (tables, figures, analysis, provenance)")
+    p.add_argument("--output-dir", type=Path, help="report directory (default: results/report)")
     return parser
 
 

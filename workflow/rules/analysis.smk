@@ -1,4 +1,4 @@
-# NPT's analysis experiments (spec npt.md, "Analysis experiments"). Corruption, deletion and
+# NPT's analysis experiments (Kossen et al. 2021, §4 and App. B). Corruption, deletion and
 # attention read one fold's trained NPT (weights.pt + selected_config in metrics.json); lookup
 # trains its own small NPT on a special training set. Sizes come from params.yaml `analysis:`
 # (per profile); `analysis_targets` lists the files the profile asks for (datasets that could be obtained).

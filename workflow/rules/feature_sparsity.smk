@@ -2,7 +2,7 @@
 # run's selected configuration on fewer and fewer features; then average into one plot. The
 # profile's params.yaml `feature_sparsity` entry says what runs (none without one).
 
-from tabrepro.analysis.feature_sparsity import (curve_files, plan_jobs, result_path,
+from tabrepro.feature_sparsity import (curve_files, plan_jobs, result_path,
                                                 sparsity_settings)
 
 SPARSITY = sparsity_settings(PARAMS)

@@ -1,22 +1,20 @@
-# Aggregate every selected job's metrics into the paper's tables (Markdown, LaTeX, CSV).
+# The static HTML report of the whole run: the reproduction scorecard first, then every table with
+# the paper's numbers, figures, compute cost, NPT's analysis experiments and provenance
+# (tabrepro.reporting.html). One page plus PNGs.
 
-for _paper in SELECTED_PAPERS:
 
-    rule:
-        name:
-            f"tables_{_paper}"
-        input:
-            lambda w, paper=_paper: paper_results(paper),
-        output:
-            expand(
-                LAYOUT.table,
-                paper=_paper,
-                table=list(PARAMS.paper(_paper)["tables"]),
-                ext=["md", "tex", "csv"],
-            ),
-        params:
-            paper=_paper,
-        log:
-            str(LAYOUT.tables_log.path(paper=_paper)),
-        shell:
-            "{CLI} tables {params.paper} > {log} 2>&1"
+rule report_html:
+    input:
+        tables=all_tables(),
+        scorecard=LAYOUT.scorecard_summary,
+        results=all_results,
+        analysis=analysis_targets,
+        sparsity=sparsity_targets(),
+    output:
+        LAYOUT.report_index,
+    params:
+        outdir=str(LAYOUT.report_dir),
+    log:
+        LAYOUT.report_log,
+    shell:
+        "{CLI} report --output-dir {params.outdir} > {log} 2>&1"

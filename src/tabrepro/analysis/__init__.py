@@ -1,5 +1,5 @@
-"""NPT's analysis experiments (Kossen et al. 2021, §4 and App. B; spec npt.md "Analysis
-experiments"): does NPT use other datapoints, and which ones?
+"""NPT's analysis experiments (Kossen et al. 2021, §4 and App. B): does NPT use other
+datapoints, and which ones?
 
 * corruption.py  Alg. 1 / Table 2: permute the other rows' attributes, score again
 * lookup.py      §4.2 / Table 3 / Fig. 3: the semi-synthetic duplicate lookup, k-NN baselines,
@@ -8,8 +8,8 @@ experiments"): does NPT use other datapoints, and which ones?
 * attention.py   Fig. 3b, 4: attention-between-datapoints maps per layer and head
 * common.py      a trained NPT of a workflow fold, rebuilt with the table it predicts from
 * settings.py    sizes per profile (params.yaml `analysis:`)
-* runner.py      one experiment end to end (result.json + figures), the profile's target list
-* cli.py         `tabrepro analyse` and `tabrepro report`
+* runner.py      one experiment end to end (result.json + figures), the profile's target list;
+                 `tabrepro analyse` (tabrepro.cli) calls it
 
 Submodules import torch; importing this package does not.
 """

@@ -50,7 +50,7 @@ __all__ = ["ReportError", "build_report", "se_units", "find_chromium", "screensh
 INDEX = "index.html"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
                   "headless_shell")
-# NPT's own compute cost (spec npt.md, "Scale"; the paper's Tables 6-7), for the cost section.
+# NPT's own compute cost (the NPT paper's Tables 6-7, §B.6), for the cost section.
 PAPER_NPT_COST = {"protein": ("11 h 51 m", "6.17 GB (GPU)"), "higgs": ("5 d 22 h", "19.18 GB (GPU)")}
 Z_FAR = 2.0  # |difference| above this many SE is highlighted
 
@@ -727,7 +727,7 @@ def _attention_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) ->
 # ---------------------------------------------------------------------------- feature sparsity
 def _sparsity_section(page: _Page, params: Any) -> None:
     """BiSHop's Fig. 4.1 (right), from `tabrepro sparsity-plot`'s summary (this profile only)."""
-    from tabrepro.analysis.feature_sparsity import ORDER_LABELS, curve_files, sparsity_settings
+    from tabrepro.feature_sparsity import ORDER_LABELS, curve_files, sparsity_settings
 
     settings = sparsity_settings(params)
     if settings is None:

@@ -46,7 +46,7 @@ FILES = ("scorecard.md", "scorecard.csv", "summary.json")
 LOG_TAIL_BYTES = 4096
 LOG_LINE_CHARS = 200
 # Papers whose reported numbers were chosen by test score: the BiSHop thesis' code selects its
-# configuration on test (spec bishop.md; README "Selection"). Ours always selects on validation.
+# configuration on test (README "Selection"; docs/reproduction.md). Ours always selects on validation.
 SELECTED_ON = {"bishop": "test"}
 TEST_SELECTION_NOTE = ("the paper picked its configuration by test score, ours on validation: "
                        "ours may sit below for that reason alone")

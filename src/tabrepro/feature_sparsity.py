@@ -15,9 +15,10 @@ configured for these runs nor how importance was measured beyond "random forest"
   selection happens on test rows, and no new search runs on the reduced data.
 
 Settings per profile live in params.yaml `feature_sparsity:`; a profile without an entry runs
-none. One job per (dataset, model, fold) writes `results/feature_sparsity/{paper}/{dataset}/
-{model}/fold{k}.json` and is resumable point by point; `plot_curves` averages the jobs into
-`curves.csv`, `curves.png` and `summary.json` beside them.
+none. One job per (dataset, model, fold) writes the layout's `sparsity_result`
+(`results/feature_sparsity/{paper}/{dataset}/{model}/fold{k}.json`) and is resumable point by
+point; `plot_curves` averages the jobs into `curves.csv`, `curves.png` and `summary.json` beside
+them. The commands are `tabrepro sparsity` and `tabrepro sparsity-plot`.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from tabrepro.analysis.settings import AnalysisError
 from tabrepro.config import Job, Params
 from tabrepro.data.table import atomic_write_bytes
+from tabrepro.errors import InputError
 from tabrepro.seeding import derive_seed
 
-__all__ = ["ORDERS", "SparsitySettings", "sparsity_settings", "plan_jobs", "result_path",
+__all__ = ["ORDERS", "SparsityError", "SparsitySettings", "sparsity_settings", "plan_jobs", "result_path",
            "curve_files", "attribute_importance", "removal_sequence", "restrict_features",
            "run_curve", "plot_curves"]
 
@@ -49,6 +50,10 @@ ORDERS = ("random", "least_important", "most_important")
 ORDER_LABELS = {"random": "random", "least_important": "least important first",
                 "most_important": "most important first"}
 EXPERIMENT = "feature_sparsity"
+
+
+class SparsityError(InputError, ValueError):
+    """Bad feature-sparsity settings or inputs; the message names the offending key, value or file."""
 
 
 @dataclass(frozen=True)
@@ -82,20 +87,20 @@ def sparsity_settings(params: Params) -> SparsitySettings | None:
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}
     settings = SparsitySettings(**values)
     if settings.paper not in params.papers:
-        raise AnalysisError(f"{where}.paper: unknown paper {settings.paper!r}; known: {params.papers}")
+        raise SparsityError(f"{where}.paper: unknown paper {settings.paper!r}; known: {params.papers}")
     bad = [o for o in settings.orders if o not in ORDERS]
     if bad:
-        raise AnalysisError(f"{where}.orders: unknown order(s) {bad}; known: {list(ORDERS)}")
+        raise SparsityError(f"{where}.orders: unknown order(s) {bad}; known: {list(ORDERS)}")
     if sorted(set(settings.fractions)) != list(settings.fractions) or not all(0 <= f < 1 for f in settings.fractions):
-        raise AnalysisError(f"{where}.fractions: distinct increasing values in [0, 1), got {list(settings.fractions)}")
+        raise SparsityError(f"{where}.fractions: distinct increasing values in [0, 1), got {list(settings.fractions)}")
     if settings.datasets != "all":
         unknown = [d for d in settings.datasets if d not in params.paper(settings.paper)["datasets"]]
         if unknown:
-            raise AnalysisError(f"{where}.datasets: {unknown} not datasets of paper {settings.paper!r}")
+            raise SparsityError(f"{where}.datasets: {unknown} not datasets of paper {settings.paper!r}")
     for dataset in _datasets(params, settings):
         for model in settings.models:
             if model not in params.selected_models(settings.paper) or not params.runs_on(settings.paper, model, dataset):
-                raise AnalysisError(f"{where}.models: {model!r} does not run on {settings.paper}/{dataset} in "
+                raise SparsityError(f"{where}.models: {model!r} does not run on {settings.paper}/{dataset} in "
                                     f"profile {params.profile_name!r}; the curves retrain the configuration "
                                     f"its main run selected")
     return settings
@@ -163,7 +168,7 @@ def removal_sequence(order: str, importance: np.ndarray, rng: np.random.Generato
         return np.argsort(importance, kind="stable")
     if order == "most_important":
         return np.argsort(-importance, kind="stable")
-    raise AnalysisError(f"unknown removal order {order!r}; known: {list(ORDERS)}")
+    raise SparsityError(f"unknown removal order {order!r}; known: {list(ORDERS)}")
 
 
 def n_removed(fraction: float, n_features: int) -> int:
@@ -197,7 +202,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
 
     settings = sparsity_settings(params)
     if settings is None:
-        raise AnalysisError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
+        raise SparsityError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
     started = time.perf_counter()
     metrics_path = Path(metrics_path or params.layout.job_metrics.path(job))
     out_path = Path(out_path or result_path(params, job))
@@ -208,7 +213,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
     config = main_run["selected_config"]
     data = load_fold(params, job)
     if main_run["split"]["sha256"] != data.split.sha256:
-        raise AnalysisError(f"{metrics_path} was trained on another split than {data.split_file}; rerun it")
+        raise SparsityError(f"{metrics_path} was trained on another split than {data.split_file}; rerun it")
 
     digest = settings.digest(params.seed)
     identity = {"settings_digest": digest, "selected_config": config, "split": data.split.sha256}
@@ -255,7 +260,7 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
                                                         sort_keys=True).encode())
         metric = done[key]["test"].get(settings.metric)
         if metric is None:
-            raise AnalysisError(f"{job.paper}/{job.dataset}: metric {settings.metric!r} is not defined for its "
+            raise SparsityError(f"{job.paper}/{job.dataset}: metric {settings.metric!r} is not defined for its "
                                 f"{data.task} task (have {sorted(done[key]['test'])})")
         points.append({"order": order, "fraction": fraction, "n_removed": len(removed),
                        "removed": [names[i] for i in removed], **done[key]})
@@ -289,10 +294,10 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
 
     settings = sparsity_settings(params)
     if settings is None:
-        raise AnalysisError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
+        raise SparsityError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
     paper = paper or settings.paper
     if paper != settings.paper:
-        raise AnalysisError(f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
+        raise SparsityError(f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
                             f"{settings.paper!r}, not {paper!r}")
     from tabrepro.data.availability import unobtainable_datasets
 
@@ -307,13 +312,13 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
                                     f"{job.dataset} {job.model} --fold {job.fold}`)")
         result = json.loads(path.read_text())
         if result.get("settings_digest") != settings.digest(params.seed):
-            raise AnalysisError(f"{path} was written under other {EXPERIMENT} settings; rerun it")
+            raise SparsityError(f"{path} was written under other {EXPERIMENT} settings; rerun it")
         for point in result["points"]:
             rows.append({"dataset": job.dataset, "model": job.model, "fold": job.fold,
                          "order": point["order"], "fraction": point["fraction"],
                          "value": point["test"][settings.metric]})
     if not rows:
-        raise AnalysisError(f"no {EXPERIMENT} results for paper {paper!r}: none of its datasets could be "
+        raise SparsityError(f"no {EXPERIMENT} results for paper {paper!r}: none of its datasets could be "
                             f"obtained ({', '.join(sorted(unobtainable))})")
     frame = pd.DataFrame(rows)
     per_dataset = frame.groupby(["model", "order", "fraction", "dataset"], as_index=False)["value"].mean()

@@ -1,0 +1,22 @@
+# Aggregate every selected job's metrics into the paper's tables (Markdown, LaTeX, CSV).
+
+for _paper in SELECTED_PAPERS:
+
+    rule:
+        name:
+            f"tables_{_paper}"
+        input:
+            lambda w, paper=_paper: paper_results(paper),
+        output:
+            expand(
+                LAYOUT.table,
+                paper=_paper,
+                table=list(PARAMS.paper(_paper)["tables"]),
+                ext=["md", "tex", "csv"],
+            ),
+        params:
+            paper=_paper,
+        log:
+            str(LAYOUT.tables_log.path(paper=_paper)),
+        shell:
+            "{CLI} tables {params.paper} > {log} 2>&1"
