@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tabrepro.cli import build_parser, main
-from tabrepro.config import Params
+from tabrepro.config import Job, Params
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,3 +163,45 @@ def test_list_models_and_profiles(tmp_path, capsys):
         n_jobs = len(Params(raw, profile=name).jobs())
         assert profiles[key].split()[1] == f"{n_jobs:,}"
         assert raw["profiles"][name]["description"] in profiles[key]
+
+
+def test_configs_prints_the_candidates_the_recorded_quick_run_trained(capsys):
+    """`tabrepro configs` against the committed quick record: for every job run under today's
+    parameters (same digest), the candidate count and the selected configuration agree."""
+    params = Params.from_file(REPO / "params.yaml", profile="quick")
+    records = sorted((REPO / "docs/records/quick/results").glob("*/*/*/fold*/metrics.json"))
+    checked, printed = 0, {}
+    for path in records:
+        result = json.loads(path.read_text())
+        job = Job(result["paper"], result["dataset"], result["model"], result["fold"])
+        if result["params_digest"] != params.job_digest(job):
+            continue  # written under other parameters
+        key = (job.paper, job.dataset, job.model)
+        if key not in printed:  # one list per dataset x model, whatever the fold
+            assert main(["--params", str(REPO / "params.yaml"), "--profile", "quick", "configs", *key, "--json"]) == 0
+            printed[key] = json.loads(capsys.readouterr().out)
+        configs = printed[key]
+        assert len(configs) == result["selection"]["n_configs"], path
+        assert configs[result["selection"]["best_index"]] == result["selected_config"], path
+        checked += 1
+    if not checked:
+        pytest.skip("no record of the quick profile under today's parameters")
+    assert checked >= 9 * 10 // 2, f"only {checked} of {len(records)} recorded jobs are current"
+
+
+def test_configs_text_names_variants_and_the_budget_and_refuses_what_does_not_run(capsys):
+    params_file = str(REPO / "params.yaml")
+    assert main(["--params", params_file, "--profile", "paper", "configs", "npt", "breast_cancer", "npt"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("# npt/breast_cancer/npt, profile 'paper': 8 configuration(s) from search space "
+                               "'npt_small_breast_cancer', task binary")
+    assert [line.split("\t")[0] for line in lines[1:]] == [
+        "0 vanilla", "1 layers16", "2 heads16", "3 layers16_heads16", "4 p_target_0.1", "5 p_target_0.5",
+        "6 p_feature_0.2", "7 cosine_cyclic"]
+    assert json.loads(lines[2].split("\t")[1])["n_layers"] == 16
+    assert main(["--params", params_file, "--profile", "quick", "configs", "npt", "breast_cancer", "knn"]) == 0
+    assert "budget capped: 6 of the paper's 480 configurations" in capsys.readouterr().out
+    assert main(["--params", params_file, "--profile", "reproduce", "configs", "bishop", "adult", "bishop"]) == 0
+    assert "does not run this job (needs a GPU" in capsys.readouterr().err
+    assert main(["--params", params_file, "configs", "bishop", "openml_361062_pol", "bishop_no_decoder"]) == 2
+    assert "does not run on bishop/openml_361062_pol" in capsys.readouterr().err

@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parents[1]
 RAW = yaml.safe_load((REPO / "params.yaml").read_text())
 
 
-def params_with(mutate) -> Params:
+def params_with(mutate, profile: str | None = None) -> Params:
     raw = copy.deepcopy(RAW)
     mutate(raw)
-    return Params(raw)
+    return Params(raw, profile=profile)
 
 
 def test_repository_params_validate_for_every_profile():
@@ -134,7 +134,35 @@ def test_extends_merges_parent_spaces():
     spaces = resolve_extends(RAW["search_spaces"], "npt_higgs")
     assert spaces["mlp"]["n_configs"] == 6          # own
     assert spaces["knn"]["n_configs"] == 40         # from npt_medium
-    assert spaces["random_forest"]["n_configs"] == 24  # from npt_small
+    assert spaces["random_forest"]["n_configs"] == 24  # from baselines, through npt_small
+    assert "random_forest" not in RAW["search_spaces"]["npt_small"]
+
+
+def _digests(params: Params, paper: str) -> dict[Job, str]:
+    return {job: params.job_digest(job) for job in params.jobs([paper])}
+
+
+def test_editing_an_npt_space_reruns_no_bishop_job_and_the_shared_baselines_rerun_both():
+    """BiSHop's spaces extend the explicit `baselines` space, not NPT's: an edit to any entry of
+    npt_small leaves every BiSHop job's digest as it was."""
+    before = Params(RAW, profile="paper")
+
+    def edit_npt_small(raw):  # a new entry each (xgboost & co. alias the baselines' boosting grid)
+        space = raw["search_spaces"]["npt_small"]
+        for model, entry in space.items():
+            if isinstance(entry, dict):
+                space[model] = {**entry, "n_configs": 2}
+    after = params_with(edit_npt_small, profile="paper")
+    assert _digests(after, "bishop") == _digests(before, "bishop")
+    assert _digests(after, "npt") != _digests(before, "npt")
+
+    def edit_baselines(raw):
+        raw["search_spaces"]["baselines"]["random_forest"]["n_configs"] = 2
+    shared = params_with(edit_baselines, profile="paper")
+    for paper in ("npt", "bishop"):
+        old = _digests(before, paper)
+        changed = {job.model for job, digest in _digests(shared, paper).items() if digest != old[job]}
+        assert changed == {"random_forest"}, paper
 
 
 def test_profile_caps_number_of_configurations():
@@ -165,16 +193,16 @@ def _rename(mapping: dict, old: str, new: str) -> None:
 
 @pytest.mark.parametrize("mutate, expected", [
     # The reported bug: a renamed key in the shared boosting space (anchor &npt_boosting).
-    (lambda r: _rename(r["search_spaces"]["npt_small"]["gradient_boosting"]["params"], "max_depth", "max_dept"),
-     r"at search_spaces\.npt_small\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
+    (lambda r: _rename(r["search_spaces"]["baselines"]["gradient_boosting"]["params"], "max_depth", "max_dept"),
+     r"at search_spaces\.baselines\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
      r"for model 'gradient_boosting'; did you mean 'max_depth'\?"),
     (lambda r: _rename(r["search_spaces"]["bishop_i"]["xgboost"]["params"], "max_depth", "max_dept"),
      r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: unknown hyperparameter 'max_dept' for model 'xgboost'"),
-    (lambda r: r["search_spaces"]["npt_small"]["gradient_boosting"]["params"].update(max_depth={"choice": [3, "five"]}),
+    (lambda r: r["search_spaces"]["baselines"]["gradient_boosting"]["params"].update(max_depth={"choice": [3, "five"]}),
      r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' \(takes an int >= 1"),
     (lambda r: r["search_spaces"]["bishop_i"]["xgboost"]["params"].update(subsample={"uniform": [0.5, 1.5]}),
      r"bishop_i\.xgboost\.params\.subsample\.uniform: uniform range \[0\.5, 1\.5\] reaches values"),
-    (lambda r: r["search_spaces"]["npt_small"]["random_forest"]["params"].update(
+    (lambda r: r["search_spaces"]["baselines"]["random_forest"]["params"].update(
         criterion={"classification": {"choice": ["gini", "squared_error"]}, "regression": "squared_error"}),
      r"random_forest\.params\.criterion\.classification\.choice\[1\]: 'squared_error' is not accepted"),
     (lambda r: r["search_spaces"]["npt_small"]["npt"]["variants"].update(layers16={"n_layer": 16}),
@@ -194,9 +222,9 @@ def test_search_space_names_types_and_ranges_are_checked_at_load(mutate, expecte
 
 
 def test_a_search_space_value_must_suit_every_task_that_uses_it():
-    """breast_cancer (binary) and boston (regression) share npt_small's random forest entry."""
+    """breast_cancer (binary) and boston (regression) share the baselines' random forest entry."""
     with pytest.raises(ParamsError, match=r"criterion: 'gini' is not accepted by random_forest's 'criterion'"):
-        params_with(lambda r: r["search_spaces"]["npt_small"]["random_forest"]["params"].update(criterion="gini"))
+        params_with(lambda r: r["search_spaces"]["baselines"]["random_forest"]["params"].update(criterion="gini"))
 
 
 def test_cli_stops_with_one_line_naming_the_misspelt_key(tmp_path):

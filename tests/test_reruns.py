@@ -40,7 +40,7 @@ def tiny(raw: dict) -> None:
             "checkpoint_every_steps": 2}}},
     }
     raw["profile"] = "reruns"
-    raw["search_spaces"]["npt_small"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
+    raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 
 
 def snakemake(work: Path, *args: str, timeout: float = 600) -> str:
@@ -129,7 +129,7 @@ def test_changed_npt_setting_reruns_only_npt_jobs_and_the_tables(work):
 
 def test_change_to_a_model_outside_the_profile_reruns_nothing(work):
     def edit(raw):
-        raw["search_spaces"]["npt_small"]["mlp"]["params"]["alpha"] = {"choice": [0.0, 0.5]}
+        raw["search_spaces"]["baselines"]["mlp"]["params"]["alpha"] = {"choice": [0.0, 0.5]}
 
     with edited_params(work, edit):
         assert scheduled(work) == {}

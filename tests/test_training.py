@@ -104,7 +104,7 @@ def test_repeats_retrain_the_chosen_configuration_with_further_seeds_and_average
     tmp_path, _, _, _, _ = prepared
     raw = yaml.safe_load(write_params(tmp_path, name="repeats.yaml").read_text())
     raw["protocols"]["npt_cv10"]["repeats"] = 3
-    raw["search_spaces"]["npt_small"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
+    raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
     params = Params(raw)
     result = run_job(params, Job("npt", "breast_cancer", "random_forest", 0))
     runs = result["test_repeats"]

@@ -5,6 +5,7 @@
     tabrepro list datasets|models|profiles       what there is: registry datasets and where they
                                                  come from, models, profiles with their job counts
     tabrepro jobs                                list every job of the active profile
+    tabrepro configs PAPER DATASET MODEL [--json]   the candidate configurations a job will run
     tabrepro fetch DATASET [--mirror M]          download + verify a registry dataset into data/raw/
     tabrepro prepare DATASET                     parse raw files (or the embedded copy) into a table
     tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset
@@ -82,6 +83,40 @@ def cmd_jobs(args: argparse.Namespace) -> None:
     for job in params.jobs():
         if (job.paper, job.dataset) not in unobtainable:
             print(params.layout.job_metrics.path(job))
+
+
+def cmd_configs(args: argparse.Namespace) -> None:
+    """The resolved candidate list of a dataset x model (every fold runs the same one)."""
+    import json
+
+    from tabrepro.data.registry import get_source
+    from tabrepro.training import job_configs
+    from tabrepro.tuning import variant_names
+
+    params = _params(args)
+    job = _job(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
+    if not params.runs_on(job.paper, job.model, job.dataset):
+        raise ParamsError(f"model {job.model!r} does not run on {job.paper}/{job.dataset} (its tables cover "
+                          f"another dataset group)")
+    task = get_source(params.source_of(job.paper, job.dataset)).task
+    configs = job_configs(params, job, task)
+    if args.json:
+        print(json.dumps(configs, indent=1))
+        return
+    selected = job.dataset in params.selected_datasets(job.paper) and job.model in params.selected_models(job.paper)
+    if not selected:
+        reason = params.not_run_reason(job.model)
+        print(f"tabrepro configs: note: profile {params.profile_name!r} does not run this job"
+              + (f" ({reason})" if reason else ""), file=sys.stderr)
+    space = params.dataset_entry(job.paper, job.dataset)["search_space"]
+    header = (f"# {job.paper}/{job.dataset}/{job.model}, profile {params.profile_name!r}: {len(configs)} "
+              f"configuration(s) from search space {space!r}, task {task}")
+    note = params.budget_note(job.paper, job.dataset, job.model)
+    print(header + (f"; {note}" if note else ""))
+    names = variant_names(params.search_space(job.paper, job.dataset, job.model))
+    for index, config in enumerate(configs):
+        label = f"{index} {names[index]}" if names else str(index)
+        print(f"{label}\t{json.dumps(config)}")
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
@@ -354,6 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
             "(accelerator, job layout, papers) or the profiles (description, job counts)")
     p.add_argument("what", choices=("datasets", "models", "profiles"))
     add("jobs", cmd_jobs, "list the result file of every job in the active profile")
+    p = add("configs", cmd_configs, "print the candidate configurations a dataset x model's jobs run "
+            "(search space resolved, profile caps and overrides applied; the same for every fold)")
+    p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
+    p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
+    p.add_argument("model", help="a model name, e.g. xgboost or npt")
+    p.add_argument("--json", action="store_true", help="one JSON list of the configurations, nothing else")
     p = add("fetch", cmd_fetch, "download and verify a registry dataset into <data>/raw/DATASET")
     p.add_argument("dataset", help="registry name, e.g. protein")
     p.add_argument("--mirror", help="URL or directory tried first (also $TABREPRO_DATA_MIRROR)")
