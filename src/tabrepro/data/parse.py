@@ -21,6 +21,7 @@ import xlrd
 from tabrepro.errors import InputError
 from tabrepro.data.fetch import read_openml_metadata
 from tabrepro.data.registry import DatasetSource, RemoteFile, TableFormat, get_source
+from tabrepro.data.standin import source_for_directory
 from tabrepro.data.table import ColumnSpec, Table, TableSchema
 
 STR = "str"  # pandas' string dtype: categorical values, missing as NaN (null in parquet)
@@ -49,6 +50,8 @@ def parse_source(source: DatasetSource, raw_dir: Path) -> Table:
     missing = [p for p in required_raw_files(source, dataset_dir) if not p.is_file()]
     if missing:
         raise MissingRawDataError(_missing_message(source, dataset_dir, missing))
+    # Synthetic stand-ins (tabrepro.scale) are refused unless explicitly allowed; see data/standin.py.
+    source = source_for_directory(source, dataset_dir)
     if source.is_openml:
         return _parse_openml(source, dataset_dir)
     return _parse_files(source, dataset_dir)

@@ -1,0 +1,348 @@
+"""Scale benchmark: wall time and peak memory of every stage on the full-size stand-ins.
+
+    python -m tabrepro.scale.bench --rows-scale 0.01                    # a quick pass at 1 %
+    nice -n 10 python -m tabrepro.scale.bench --json scale.json         # full size (hours)
+    python -m tabrepro.scale.bench --datasets higgs --models xgboost,npt --stage-timeout 3600
+
+A script that prints figures, not a timed test. For each stand-in (tabrepro.scale.standins) it
+runs, each in its own process through the project's own CLI (`python -m tabrepro ...`), so the
+real code paths are measured: `prepare`, `split`, and one train job per model family at a tiny
+budget (one configuration; a few trees, one epoch or a few steps), which still loads the whole
+table, encodes it, and scores the full validation and test sets. NPT and BiSHop run as the
+workflow runs them (`train-config`, then `select`). Per stage it reports the wall time and the
+peak resident memory of the stage's process (ru_maxrss from wait4) and of its process tree
+(sampled from /proc), plus what the job recorded in its result file.
+
+The benchmark writes its own params file (WORK/params.yaml: the repository's params.yaml plus a
+profile `scale_bench` holding the tiny budgets, and BiSHop added to the NPT paper's models so it
+runs on these datasets) and keeps all data and results under WORK, never in the project's data/
+or results/. A stage past --stage-timeout is stopped and reported as a timeout with the memory
+it had reached. With --json, results are rewritten after every stage, so a long background run
+leaves what it has measured so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tabrepro.config import REPO_ROOT, Params
+from tabrepro.data.registry import get_source
+from tabrepro.data.standin import ALLOW_ENV, read_marker
+from tabrepro.data.table import atomic_write_bytes
+from tabrepro.scale.measure import StageResult, run_measured
+from tabrepro.scale.standins import MIN_ROWS, STANDIN_DATASETS
+
+__all__ = ["BENCH_PROFILE", "DATASETS", "TINY_BUDGETS", "bench_params", "main"]
+
+BENCH_PROFILE = "scale_bench"
+PAPER = "npt"
+# NPT paper dataset name -> registry source (the four large tables that have stand-ins)
+DATASETS: dict[str, str] = {"higgs": "higgs", "poker_hand": "poker_hand", "forest_cover": "forest_cover",
+                            "income": "census_income_kdd"}
+DEFAULT_MODELS = ("xgboost", "lightgbm", "catboost", "random_forest", "knn", "mlp", "tabnet", "npt", "bishop")
+PER_CONFIG_MODELS = ("npt", "bishop")
+# One configuration each, forced small: enough to load, encode, fit briefly and score every
+# validation and test row. The architecture of the dataset's search space is otherwise kept.
+TINY_BUDGETS: dict[str, dict[str, Any]] = {
+    "xgboost": {"n_estimators": 10, "max_depth": 6, "learning_rate": 0.3},
+    "lightgbm": {"n_estimators": 10, "max_depth": 6, "learning_rate": 0.3},
+    "catboost": {"n_estimators": 10, "max_depth": 6, "learning_rate": 0.3},
+    "gradient_boosting": {"n_estimators": 5, "max_depth": 3, "learning_rate": 0.3},
+    "random_forest": {"n_estimators": 4, "max_features": "sqrt", "criterion": "gini"},
+    "knn": {"n_neighbors": 5, "leaf_size": 30},
+    "mlp": {"max_epochs": 1, "patience": 1},
+    "tabnet": {"max_epochs": 1, "patience": 1},
+    "npt": {"max_steps": 2, "checkpoint_every_steps": 1000},
+    "bishop": {"max_epochs": 1, "checkpoint_every_epochs": 1},
+}
+BISHOP_SPACE = {"n_configs": 1, "params": {"checkpoint_every_epochs": 1}}  # the thesis' §4.1 default
+
+
+def bench_params(base: dict[str, Any], datasets: list[str], models: list[str]) -> dict[str, Any]:
+    """The repository's params with the `scale_bench` profile (and BiSHop on the NPT datasets)."""
+    raw = copy.deepcopy(base)
+    if "bishop" in models and "bishop" not in raw["papers"][PAPER]["models"]:
+        raw["papers"][PAPER]["models"]["bishop"] = "BiSHop"
+        for space in {raw["papers"][PAPER]["datasets"][d]["search_space"] for d in datasets}:
+            raw["search_spaces"][space]["bishop"] = copy.deepcopy(BISHOP_SPACE)
+    raw["profiles"][BENCH_PROFILE] = {
+        "description": "scale benchmark: one tiny configuration per model on the stand-ins (tabrepro.scale.bench)",
+        "max_configs": 1,
+        "folds": [0],
+        "model_overrides": {m: {"max_configs": 1, "params": dict(TINY_BUDGETS[m]),
+                                "reason": "scale benchmark: tiny budget"} for m in models if m in TINY_BUDGETS},
+        "papers": {PAPER: {"datasets": list(datasets), "models": list(models)},
+                   **{p: {"datasets": [], "models": []} for p in raw["papers"] if p != PAPER}},
+    }
+    raw["profile"] = BENCH_PROFILE
+    return raw
+
+
+@dataclass
+class Record:
+    """One measured stage."""
+
+    dataset: str
+    source: str
+    rows: int
+    stage: str  # generate / prepare / split / train / train-config / select
+    model: str | None
+    status: str  # ok / failed / timeout / reused
+    wall_s: float
+    peak_rss_mb: float
+    tree_peak_rss_mb: float
+    job: dict[str, Any] = field(default_factory=dict)  # from metrics.json / result.json
+    error: str = ""
+    table: dict[str, Any] = field(default_factory=dict)  # the prepared table's shape (see table_facts)
+
+
+class Bench:
+    """Runs the stages of one benchmark invocation and collects their records."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = Path(args.work).resolve()
+        self.data_dir = self.work / "data"
+        self.results_dir = self.work / "results"
+        self.params_path = self.work / "params.yaml"
+        self.records: list[Record] = []
+        self.env = {**os.environ, "TABREPRO_DATA_DIR": str(self.data_dir),
+                    "TABREPRO_RESULTS_DIR": str(self.results_dir), ALLOW_ENV: "1"}
+
+    # ----------------------------------------------------------------- commands
+    def _tabrepro(self, *arguments: str) -> list[str]:
+        return [sys.executable, "-m", "tabrepro", "--params", str(self.params_path), "--profile", BENCH_PROFILE,
+                "-q", *arguments]
+
+    def _run(self, name: str, command: list[str], model: str | None = None) -> StageResult:
+        log = self.work / "logs" / f"{name}.log"
+        timeout = dict(self.args.model_timeout).get(model or "", self.args.stage_timeout)
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[1:])}", flush=True)
+        return run_measured(command, env=self.env, cwd=self.work, timeout_s=timeout, log_path=log)
+
+    def _record(self, dataset: str, rows: int, stage: str, model: str | None, result: StageResult,
+                job: dict[str, Any] | None = None) -> Record:
+        error = "" if result.status == "ok" else result.output_tail[-1500:]
+        record = Record(dataset, DATASETS[dataset], rows, stage, model, result.status, result.wall_s,
+                        result.peak_rss_mb, result.tree_peak_rss_mb, job or {}, error,
+                        table_facts(self.data_dir / "processed" / DATASETS[dataset] / "schema.json"))
+        self.records.append(record)
+        print(f"    -> {record.status}, {record.wall_s:.1f} s, peak RSS {record.peak_rss_mb / 1024:.2f} GiB "
+              f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)", flush=True)
+        self.save()
+        return record
+
+    def _reused(self, dataset: str, rows: int, stage: str) -> None:
+        self.records.append(Record(dataset, DATASETS[dataset], rows, stage, None, "reused", 0.0, 0.0, 0.0))
+
+    # ----------------------------------------------------------------- stages
+    def rows_for(self, dataset: str) -> int:
+        full = get_source(DATASETS[dataset]).expected.rows or 0
+        return full if self.args.rows_scale >= 1 else max(MIN_ROWS, round(full * self.args.rows_scale))
+
+    def data_stages(self, dataset: str, rows: int) -> bool:
+        """Generate (unless a matching stand-in is there), prepare and split; False when one failed."""
+        source = DATASETS[dataset]
+        raw_dir = self.data_dir / "raw"
+        marker = read_marker(raw_dir / source) if (raw_dir / source).is_dir() else None
+        if marker is not None and marker.rows == rows and marker.seed == self.args.seed:
+            self._reused(dataset, rows, "generate")
+        else:
+            command = [sys.executable, "-m", "tabrepro.scale.standins", "--dataset", source, "--rows", str(rows),
+                       "--seed", str(self.args.seed), "--out", str(raw_dir), "--force"]
+            if self._record(dataset, rows, "generate", None, self._run(f"{dataset}.generate", command)).status != "ok":
+                return False
+        if self.args.reuse_data and self._prepared(dataset, rows):
+            self._reused(dataset, rows, "prepare")
+            self._reused(dataset, rows, "split")
+            return True
+        for stage, arguments in (("prepare", ("prepare", source)), ("split", ("split", PAPER, dataset))):
+            result = self._run(f"{dataset}.{stage}", self._tabrepro(*arguments))
+            if self._record(dataset, rows, stage, None, result).status != "ok":
+                return False
+        return True
+
+    def _prepared(self, dataset: str, rows: int) -> bool:
+        schema = self.data_dir / "processed" / DATASETS[dataset] / "schema.json"
+        split = self.data_dir / "splits" / PAPER / dataset / "fold0.npy"
+        return schema.is_file() and split.is_file() and json.loads(schema.read_text())["n_rows"] == rows
+
+    def train_stages(self, dataset: str, rows: int, model: str) -> None:
+        job_dir = self.results_dir / PAPER / dataset / model / "fold0"
+        if model in PER_CONFIG_MODELS:
+            result = self._run(f"{dataset}.{model}.train-config",
+                               self._tabrepro("train-config", PAPER, dataset, model, "0", "0",
+                                              "--threads", str(self.args.threads)), model)
+            record = self._record(dataset, rows, "train-config", model, result,
+                                  _job_summary(job_dir / "config0" / "result.json"))
+            if record.status != "ok":
+                return
+            result = self._run(f"{dataset}.{model}.select",
+                               self._tabrepro("select", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
+                               model)
+            self._record(dataset, rows, "select", model, result, _job_summary(job_dir / "metrics.json"))
+            return
+        result = self._run(f"{dataset}.{model}.train",
+                           self._tabrepro("train", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
+                           model)
+        self._record(dataset, rows, "train", model, result, _job_summary(job_dir / "metrics.json"))
+
+    # ----------------------------------------------------------------- driver
+    def run(self) -> None:
+        self.work.mkdir(parents=True, exist_ok=True)
+        base = yaml.safe_load(Path(self.args.params).read_text())
+        raw = bench_params(base, self.args.datasets, self.args.models)
+        Params(raw, source=str(self.params_path))  # validated before anything runs
+        atomic_write_bytes(self.params_path, yaml.safe_dump(raw, sort_keys=False).encode())
+        for dataset in self.args.datasets:
+            rows = self.rows_for(dataset)
+            if not self.data_stages(dataset, rows):
+                continue
+            for model in self.args.models:
+                self.train_stages(dataset, rows, model)
+
+    def save(self) -> None:
+        if self.args.json is None:
+            return
+        payload = {"rows_scale": self.args.rows_scale, "threads": self.args.threads, "seed": self.args.seed,
+                   "stage_timeout_s": self.args.stage_timeout, "machine": _machine(),
+                   "records": [asdict(r) for r in self.records]}
+        atomic_write_bytes(Path(self.args.json), (json.dumps(payload, indent=1) + "\n").encode())
+
+
+def table_facts(schema_path: Path) -> dict[str, Any]:
+    """Rows, raw features, encoded width (one-hot levels) and classes of a prepared table."""
+    if not schema_path.is_file():
+        return {}
+    schema = json.loads(schema_path.read_text())
+    target = schema["target"]
+    features = [c for c in schema["columns"] if c["name"] != target]
+    target_column = next(c for c in schema["columns"] if c["name"] == target)
+    return {"n_rows": schema["n_rows"], "n_features": len(features),
+            "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
+            "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
+            "n_categorical": sum(c["kind"] == "categorical" for c in features),
+            "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0))}
+
+
+def _job_summary(path: Path) -> dict[str, Any]:
+    """What a finished job recorded about itself (empty when it wrote nothing)."""
+    if not path.is_file():
+        return {}
+    result = json.loads(path.read_text())
+    split = result.get("split", {})
+    return {
+        "wall_time_s": result.get("wall_time_s"),
+        "peak_memory_mb": result.get("peak_memory_mb"),
+        "n_train": split.get("n_train"), "n_val": split.get("n_val"), "n_test": split.get("n_test"),
+        "metrics": result.get("metrics", {}),
+        "config": result.get("selected_config", result.get("config")),
+        "fit_info": result.get("fit_info") or (result.get("selection") or {}).get("fit_info"),
+    }
+
+
+def _machine() -> dict[str, Any]:
+    from tabrepro.provenance import provenance
+
+    info = provenance(threads=1)
+    memory = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return {"cpu": info.get("cpu", {}).get("model"), "isa": info.get("cpu", {}).get("isa_level"),
+            "cores": os.cpu_count(), "memory_mb": memory, "platform": platform.platform(),
+            "commit": info.get("git_commit")}
+
+
+# ---------------------------------------------------------------------------------- printing
+def _gib(mb: float) -> str:
+    return f"{mb / 1024:.2f}" if mb else "-"
+
+
+def format_table(records: list[Record]) -> str:
+    """Markdown: one row per stage, with the job's own recorded time and peak where it wrote one."""
+    lines = ["| dataset | rows | stage | model | status | wall (s) | peak RSS (GiB) | tree peak (GiB) | job-recorded s / GiB |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        recorded = ""
+        if r.job.get("wall_time_s") is not None:
+            recorded = f"{r.job['wall_time_s']:.1f} / {_gib(r.job.get('peak_memory_mb') or 0)}"
+        lines.append(f"| {r.dataset} | {r.rows:,} | {r.stage} | {r.model or ''} | {r.status} | {r.wall_s:.1f} | "
+                     f"{_gib(r.peak_rss_mb)} | {_gib(r.tree_peak_rss_mb)} | {recorded} |")
+    return "\n".join(lines)
+
+
+def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or '(none)'}; known: {', '.join(known)}")
+    return names
+
+
+def _model_timeout(text: str) -> tuple[str, float]:
+    model, _, seconds = text.partition("=")
+    if model not in TINY_BUDGETS:
+        raise argparse.ArgumentTypeError(f"unknown model {model!r}; known: {', '.join(TINY_BUDGETS)}")
+    try:
+        return model, float(seconds)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MODEL=SECONDS") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tabrepro.scale.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", type=lambda t: _names(t, tuple(DATASETS), "dataset"), default=list(DATASETS),
+                        help=f"comma-separated NPT dataset names (default: {','.join(DATASETS)})")
+    parser.add_argument("--models", type=lambda t: _names(t, tuple(TINY_BUDGETS), "model"), default=list(DEFAULT_MODELS),
+                        help=f"comma-separated models (default: {','.join(DEFAULT_MODELS)})")
+    parser.add_argument("--rows-scale", type=float, default=1.0, help="fraction of each dataset's full size (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="threads per train job (default 1, as the rules)")
+    parser.add_argument("--seed", type=int, default=0, help="stand-in seed (default 0)")
+    parser.add_argument("--stage-timeout", type=float, default=None, help="seconds after which a stage is stopped")
+    parser.add_argument("--model-timeout", type=_model_timeout, action="append", default=[], metavar="MODEL=SECONDS",
+                        help="a time limit for one model's stages (repeatable), e.g. npt=3600")
+    parser.add_argument("--work", type=Path, default=Path("scale-bench"),
+                        help="working directory for stand-ins, tables, splits, results, logs (default ./scale-bench)")
+    parser.add_argument("--params", type=Path, default=REPO_ROOT / "params.yaml", help="params file to extend")
+    parser.add_argument("--reuse-data", action="store_true",
+                        help="skip prepare and split when the work directory already has them for this size")
+    parser.add_argument("--json", type=Path, help="write every record here (rewritten after each stage)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not 0 < args.rows_scale <= 1:
+        print(f"tabrepro.scale.bench: error: --rows-scale must be in (0, 1], got {args.rows_scale}", file=sys.stderr)
+        return 2
+    assert set(DATASETS.values()) <= set(STANDIN_DATASETS)
+    bench = Bench(args)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # stops the running stage too
+    try:
+        bench.run()
+    finally:
+        bench.save()
+        print()
+        print(format_table(bench.records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""Stand-ins of the large datasets, the prepare gate for them, stage measurement and the scale benchmark."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tabrepro.config import Params
+from tabrepro.data.parse import parse_dataset
+from tabrepro.data.registry import get_source
+from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinError, source_for_directory
+from tabrepro.errors import InputError
+from tabrepro.scale import census_levels
+from tabrepro.scale.bench import BENCH_PROFILE, TINY_BUDGETS, bench_params, format_table, Record
+from tabrepro.scale.generators import _planted_hand, poker_hand_class
+from tabrepro.scale.measure import run_measured
+from tabrepro.scale.standins import StandinRequestError, plan_files, write_standin
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS = ("higgs", "poker_hand", "forest_cover", "census_income_kdd")
+
+
+def _opened(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.name.endswith(".gz") else data
+
+
+@pytest.fixture
+def allow(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ALLOW_ENV, "1")
+
+
+# ----------------------------------------------------------------------------------------------
+# the generated files parse through the real parser
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_a_small_stand_in_parses_into_the_registry_shape(tmp_path, allow, dataset):
+    source = get_source(dataset)
+    marker = write_standin(dataset, tmp_path, rows=2000, seed=3)
+    table = parse_dataset(dataset, tmp_path)
+    schema = table.schema
+    assert schema.n_rows == marker.rows == 2000
+    assert len(schema.features) == source.expected.features
+    assert [c.name for c in schema.columns] == [c for c in source.format.columns if c not in source.drop
+                                                and c != source.target] + [source.target]
+    assert schema.task == source.task
+    expected_kinds = {"higgs": {"continuous"}, "poker_hand": {"categorical"}}
+    if dataset in expected_kinds:
+        assert {c.kind for c in schema.features} == expected_kinds[dataset]
+    if source.has_official_test:
+        assert 0 < schema.n_fixed_test_rows < schema.n_rows
+    assert list(marker.file_rows) == [f.parsed_name for f in source.table_files]
+
+
+def test_stand_ins_keep_the_formats_of_the_original_files(tmp_path):
+    for dataset in DATASETS:
+        write_standin(dataset, tmp_path, rows=300, seed=0)
+    higgs = _opened(tmp_path / "higgs" / "HIGGS.csv.gz").decode().splitlines()
+    fields = higgs[0].split(",")
+    assert len(fields) == 29 and fields[0] in ("1.000000000000000000e+00", "0.000000000000000000e+00")
+    assert all(len(f.split("e")[0].split(".")[1]) == 18 for f in fields)
+    btags = {float(line.split(",")[9]) for line in higgs}
+    assert btags <= {0.0, 1.0865380764007568, 2.1730761528015137}
+    poker = (tmp_path / "poker_hand" / "poker-hand-testing.data").read_bytes()
+    assert poker.endswith(b"\r\n") and poker.count(b"\r\n") == poker.count(b"\n")
+    cover = _opened(tmp_path / "forest_cover" / "covtype.data.gz").decode().splitlines()
+    rows = np.array([[int(v) for v in line.split(",")] for line in cover])
+    assert rows.shape[1] == 55
+    assert (rows[:, 10:14].sum(axis=1) == 1).all() and (rows[:, 14:54].sum(axis=1) == 1).all()
+    assert set(rows[:, 54]) <= set(range(1, 8))
+    census = _opened(tmp_path / "census_income_kdd" / "census-income.data.gz").decode().splitlines()
+    fields = census[0].split(", ")
+    assert len(fields) == 42 and fields[-1] in census_levels.LABELS
+    assert any("?" in line.split(", ") for line in census)
+    assert {line.split(", ")[-1] for line in census} <= set(census_levels.LABELS)
+
+
+def test_census_values_come_from_the_names_file_levels(tmp_path, allow):
+    write_standin("census_income_kdd", tmp_path, rows=5000, seed=1)
+    table = parse_dataset("census_income_kdd", tmp_path)
+    for column in table.schema.features:
+        if column.kind == "categorical":
+            allowed = {v.strip() for v in census_levels.LEVELS[column.name]}
+            assert set(column.levels) <= allowed, column.name
+    assert table.schema.target_column.levels == ["- 50000", "50000+"]
+    assert table.frame["migration_code_change_in_msa"].isna().mean() > 0.3  # '?' read as missing
+    positive = (table.frame["income"] == "50000+").mean()
+    assert 0.02 < positive < 0.2
+
+
+def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_bytes(tmp_path):
+    digests = []
+    for seed, where in ((5, "a"), (5, "b"), (6, "c")):
+        write_standin("higgs", tmp_path / where, rows=500, seed=seed)
+        digests.append(hashlib.sha256((tmp_path / where / "higgs" / "HIGGS.csv.gz").read_bytes()).hexdigest())
+    assert digests[0] == digests[1] != digests[2]
+
+
+def test_labels_depend_on_the_features_so_models_can_learn(tmp_path, allow):
+    from sklearn.linear_model import LogisticRegression
+
+    write_standin("higgs", tmp_path, rows=6000, seed=0)
+    frame = parse_dataset("higgs", tmp_path).frame
+    X, y = np.log(np.abs(frame.iloc[:, :-1].to_numpy()) + 1e-3), frame["label"].to_numpy()
+    model = LogisticRegression(max_iter=2000).fit(X[:4000], y[:4000])
+    assert model.score(X[4000:], y[4000:]) > 0.58  # well above the 53 % majority class
+
+
+# ----------------------------------------------------------------------------------------------
+# poker hands
+
+
+@pytest.mark.parametrize(("cards", "hand"), [
+    ([(1, 1), (1, 10), (1, 11), (1, 12), (1, 13)], 9),
+    ([(2, 9), (2, 10), (2, 11), (2, 12), (2, 13)], 8),
+    ([(3, 1), (3, 2), (3, 3), (3, 4), (3, 5)], 8),
+    ([(1, 7), (2, 7), (3, 7), (4, 7), (1, 2)], 7),
+    ([(1, 7), (2, 7), (3, 7), (4, 2), (1, 2)], 6),
+    ([(4, 2), (4, 5), (4, 9), (4, 11), (4, 13)], 5),
+    ([(1, 10), (2, 11), (3, 12), (4, 13), (1, 1)], 4),
+    ([(1, 3), (2, 3), (3, 3), (4, 5), (1, 9)], 3),
+    ([(1, 3), (2, 3), (3, 5), (4, 5), (1, 9)], 2),
+    ([(1, 3), (2, 3), (3, 6), (4, 5), (1, 9)], 1),
+    ([(1, 1), (2, 3), (3, 6), (4, 5), (1, 9)], 0),
+    ([(1, 11), (2, 12), (3, 13), (4, 1), (1, 2)], 0),  # no wrap-around straight
+])
+def test_poker_hands_are_classed_by_the_rules(cards, hand):
+    suits = np.array([[s for s, _ in cards]])
+    ranks = np.array([[r for _, r in cards]])
+    assert poker_hand_class(suits, ranks).tolist() == [hand]
+
+
+def test_planted_rare_hands_are_what_they_claim_and_every_class_occurs(tmp_path, allow):
+    rng = np.random.default_rng(0)
+    for hand in range(4, 10):
+        for _ in range(20):
+            suits, ranks = _planted_hand(rng, hand)
+            assert len(set(zip(suits, ranks))) == 5
+            assert poker_hand_class(np.array([suits]), np.array([ranks])).tolist() == [hand]
+    write_standin("poker_hand", tmp_path, rows=3000, seed=0)
+    assert parse_dataset("poker_hand", tmp_path).schema.target_column.levels == [str(c) for c in range(10)]
+
+
+# ----------------------------------------------------------------------------------------------
+# sizes, the marker and the prepare gate
+
+
+def test_reduced_sizes_scale_every_file_and_the_fixed_test_tail():
+    files, tail = plan_files(get_source("higgs"), 110_000)
+    assert [(f.name, f.rows) for f in files] == [("HIGGS.csv.gz", 110_000)] and tail == 5000
+    files, tail = plan_files(get_source("poker_hand"), 102_501)
+    assert sum(f.rows for f in files) == 102_501 and files[0].rows == 2501 and tail == 0
+    full, _ = plan_files(get_source("census_income_kdd"), None)
+    assert [f.rows for f in full] == [199_523, 99_762]
+    with pytest.raises(StandinRequestError, match="at least"):
+        plan_files(get_source("higgs"), 5)
+
+
+def test_prepare_refuses_stand_ins_unless_allowed(tmp_path, monkeypatch):
+    write_standin("forest_cover", tmp_path, rows=400)
+    monkeypatch.delenv(ALLOW_ENV, raising=False)
+    with pytest.raises(StandinError, match=f"synthetic stand-ins.*{ALLOW_ENV}=1"):
+        parse_dataset("forest_cover", tmp_path)
+    monkeypatch.setenv(ALLOW_ENV, "1")
+    assert parse_dataset("forest_cover", tmp_path).schema.n_rows == 400
+
+
+def test_a_file_replaced_after_generation_is_refused(tmp_path, allow):
+    write_standin("poker_hand", tmp_path, rows=300)
+    path = tmp_path / "poker_hand" / "poker-hand-testing.data"
+    path.write_bytes(path.read_bytes() + b"1,1,1,2,1,3,1,4,2,9,0\r\n")
+    with pytest.raises(StandinError, match="not the file the generator wrote"):
+        parse_dataset("poker_hand", tmp_path)
+
+
+def test_without_a_marker_the_registry_entry_is_used_unchanged(tmp_path):
+    source = get_source("higgs")
+    (tmp_path / "higgs").mkdir()
+    assert source_for_directory(source, tmp_path / "higgs") is source
+
+
+def test_the_generator_does_not_overwrite_real_data(tmp_path):
+    (tmp_path / "higgs").mkdir()
+    (tmp_path / "higgs" / "HIGGS.csv.gz").write_bytes(b"real")
+    with pytest.raises(StandinRequestError, match="without a stand-in marker"):
+        write_standin("higgs", tmp_path, rows=100)
+    assert (tmp_path / "higgs" / "HIGGS.csv.gz").read_bytes() == b"real"
+    write_standin("higgs", tmp_path, rows=100, force=True)
+    assert (tmp_path / "higgs" / MARKER_FILE).is_file()
+
+
+def test_a_failed_generation_leaves_no_files(tmp_path, monkeypatch):
+    from tabrepro.scale import standins
+
+    def broken(rng, n, part):
+        if part.file_index == 1:
+            raise RuntimeError("disk full")
+        return "1,1,1,2,1,3,1,4,2,9,0\r\n" * n
+
+    monkeypatch.setitem(standins.GENERATORS, "poker_hand", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_standin("poker_hand", tmp_path, rows=300)
+    assert not (tmp_path / "poker_hand").exists()
+
+
+def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path):
+    (tmp_path / "higgs").mkdir()
+    (tmp_path / "higgs" / "HIGGS.csv.gz").write_bytes(b"real")
+    done = subprocess.run([sys.executable, "-m", "tabrepro.scale.standins", "--dataset", "higgs", "--rows", "100",
+                           "--out", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "without a stand-in marker" in done.stderr
+
+
+# ----------------------------------------------------------------------------------------------
+# measurement and the benchmark's parameters
+
+
+def test_a_stage_reports_its_own_peak_memory_and_a_timeout(tmp_path):
+    grow = "import time; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(0.6)"
+    result = run_measured([sys.executable, "-c", grow], log_path=tmp_path / "grow.log")
+    assert result.status == "ok" and result.returncode == 0
+    assert 300 < result.peak_rss_mb < 600
+    assert result.tree_peak_rss_mb > 250  # the sampler saw it too
+    slow = run_measured([sys.executable, "-c", "import time; time.sleep(30)"], log_path=tmp_path / "slow.log",
+                        timeout_s=1.0)
+    assert slow.status == "timeout" and slow.wall_s < 10
+    failed = run_measured([sys.executable, "-c", "raise SystemExit(3)"], log_path=tmp_path / "f.log")
+    assert failed.status == "failed" and failed.returncode == 3
+
+
+def test_bench_params_are_a_valid_profile_with_tiny_budgets():
+    base = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw = bench_params(base, ["higgs", "income"], ["xgboost", "npt", "bishop"])
+    params = Params(raw)
+    assert params.profile_name == BENCH_PROFILE
+    jobs = params.jobs()
+    assert {(j.dataset, j.model) for j in jobs} == {(d, m) for d in ("higgs", "income")
+                                                  for m in ("xgboost", "npt", "bishop")}
+    assert all(j.fold == 0 for j in jobs)
+    for model in ("xgboost", "npt", "bishop"):
+        assert params.n_configs("npt", "higgs", model) == 1
+        space = params.search_space("npt", "higgs", model)
+        assert space["forced"] == TINY_BUDGETS[model]
+    assert "bishop" not in base["papers"]["npt"]["models"]  # the repository's params are not touched
+
+
+def test_the_table_shows_every_stage():
+    records = [Record("higgs", "higgs", 11_000, "prepare", None, "ok", 1.5, 2048.0, 1900.0),
+               Record("higgs", "higgs", 11_000, "train", "knn", "timeout", 60.0, 4096.0, 4000.0)]
+    text = format_table(records)
+    assert "| higgs | 11,000 | prepare |  | ok | 1.5 | 2.00 | 1.86 |" in text
+    assert "| knn | timeout |" in text
+
+
+# ----------------------------------------------------------------------------------------------
+# a reduced stand-in through the whole pipeline
+
+
+@pytest.mark.slow
+def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path):
+    from tabrepro.scale import bench
+
+    out = tmp_path / "bench.json"
+    code = bench.main(["--datasets", "poker_hand", "--models", "xgboost,knn,npt", "--rows-scale", "0.002",
+                       "--work", str(tmp_path / "work"), "--json", str(out), "--stage-timeout", "600"])
+    assert code == 0
+    records = json.loads(out.read_text())["records"]
+    assert [(r["stage"], r["model"], r["status"]) for r in records] == [
+        ("generate", None, "ok"), ("prepare", None, "ok"), ("split", None, "ok"), ("train", "xgboost", "ok"),
+        ("train", "knn", "ok"), ("train-config", "npt", "ok"), ("select", "npt", "ok")]
+    for record in records:
+        assert record["peak_rss_mb"] > 50 and record["wall_s"] > 0
+    trained = [r for r in records if r["stage"] in ("train", "select")]
+    assert all(r["job"]["n_test"] == 2000 for r in trained)  # the whole (scaled) official test file
+    assert all(0 <= r["job"]["metrics"]["test"]["accuracy_pct"] <= 100 for r in trained)
+    env = {"TABREPRO_DATA_DIR": str(tmp_path / "work" / "data"), "TABREPRO_RESULTS_DIR": str(tmp_path / "work" / "results")}
+    done = subprocess.run([sys.executable, "-m", "tabrepro", "--params", str(tmp_path / "work" / "params.yaml"),
+                           "--profile", BENCH_PROFILE, "tables", "npt"], capture_output=True, text=True,
+                          env={**__import__("os").environ, **env}, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    table8 = (tmp_path / "work" / "results" / "tables" / "npt" / "table8.md").read_text()
+    assert "poker" in table8.lower()
+    with pytest.raises(InputError):  # and the stand-in never passes for real data
+        parse_dataset("poker_hand", tmp_path / "work" / "data" / "raw")
