@@ -118,6 +118,7 @@ class Bench:
         self.results_dir = self.work / "results"
         self.params_path = self.work / "params.yaml"
         self.records: list[Record] = []
+        self.params: Params | None = None  # the benchmark's parameters, once run() validated them
         self.env = {**os.environ, "TABREPRO_DATA_DIR": str(self.data_dir),
                     "TABREPRO_RESULTS_DIR": str(self.results_dir), ALLOW_ENV: "1"}
 
@@ -137,7 +138,11 @@ class Bench:
         error = "" if result.status == "ok" else result.output_tail[-1500:]
         record = Record(dataset, DATASETS[dataset], rows, stage, model, result.status, result.wall_s,
                         result.peak_rss_mb, result.tree_peak_rss_mb, job or {}, error,
-                        table_facts(self.data_dir / "processed" / DATASETS[dataset] / "schema.json"))
+                        table_facts(self.data_dir / "processed" / DATASETS[dataset] / "schema.json",
+                                    self.data_dir / "splits" / PAPER / dataset / "splits.json"))
+        if model is not None and not record.job.get("config"):  # stopped early: what it was running
+            record.job.update({"config": self._config(dataset, model),
+                               **{k: record.table[k] for k in ("n_train", "n_val", "n_test") if k in record.table}})
         self.records.append(record)
         print(f"    -> {record.status}, {record.wall_s:.1f} s, peak RSS {record.peak_rss_mb / 1024:.2f} GiB "
               f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)", flush=True)
@@ -199,12 +204,21 @@ class Bench:
                            model)
         self._record(dataset, rows, "train", model, result, _job_summary(job_dir / "metrics.json"))
 
+    def _config(self, dataset: str, model: str) -> dict[str, Any]:
+        """The one configuration the job fits (tabrepro.training.job_configs, as the job itself)."""
+        from tabrepro.config import Job
+        from tabrepro.training import job_configs
+
+        assert self.params is not None
+        task = get_source(DATASETS[dataset]).task
+        return job_configs(self.params, Job(PAPER, dataset, model, 0), task)[0]
+
     # ----------------------------------------------------------------- driver
     def run(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         base = yaml.safe_load(Path(self.args.params).read_text())
         raw = bench_params(base, self.args.datasets, self.args.models)
-        Params(raw, source=str(self.params_path))  # validated before anything runs
+        self.params = Params(raw, source=str(self.params_path))  # validated before anything runs
         atomic_write_bytes(self.params_path, yaml.safe_dump(raw, sort_keys=False).encode())
         for dataset in self.args.datasets:
             rows = self.rows_for(dataset)
@@ -222,11 +236,16 @@ class Bench:
         atomic_write_bytes(Path(self.args.json), (json.dumps(payload, indent=1) + "\n").encode())
 
 
-def table_facts(schema_path: Path) -> dict[str, Any]:
-    """Rows, raw features, encoded width (one-hot levels) and classes of a prepared table."""
+def table_facts(schema_path: Path, splits_path: Path | None = None) -> dict[str, Any]:
+    """Rows, raw features, encoded width (one-hot levels), classes and fold 0's split sizes of a
+    prepared table."""
     if not schema_path.is_file():
         return {}
     schema = json.loads(schema_path.read_text())
+    split: dict[str, int] = {}
+    if splits_path is not None and splits_path.is_file():
+        fold = json.loads(splits_path.read_text())["folds"][0]
+        split = {f"n_{role}": int(fold[role]) for role in ("train", "val", "test")}
     target = schema["target"]
     features = [c for c in schema["columns"] if c["name"] != target]
     target_column = next(c for c in schema["columns"] if c["name"] == target)
@@ -234,7 +253,7 @@ def table_facts(schema_path: Path) -> dict[str, Any]:
             "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
             "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
             "n_categorical": sum(c["kind"] == "categorical" for c in features),
-            "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0))}
+            "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0)), **split}
 
 
 def _job_summary(path: Path) -> dict[str, Any]:

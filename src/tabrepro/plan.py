@@ -1,0 +1,340 @@
+"""Compute plan: what a profile will cost, per paper x dataset x model, and what each job should ask for.
+
+    python -m tabrepro.plan --profile paper          # the table and totals
+    python -m tabrepro.plan --compare                # predicted vs measured, for every measured job
+    python -m tabrepro.plan --measured ../run/results --bench docs/scale/bench-full.json
+
+For every job of the profile (tabrepro.config.Params.jobs; per-configuration models get one job
+per configuration plus a selection job, as in the workflow) it takes the candidate
+configurations the job will fit (tabrepro.training.job_configs, the same deterministic lists the
+jobs use), the table's shape (tabrepro.plan_inputs.DatasetFacts) and the cost model
+(tabrepro.costmodel) calibrated on every measured job it can find, and adds up configurations,
+fits, CPU-hours, GPU-hours and peak memory. `job_resources` turns the same estimate into what a
+scheduler should grant one job (threads, memory, runtime), so Slurm requests and the plan cannot
+disagree.
+
+What the numbers are: CPU-hours at one thread on the machines the measurements come from; GPU
+jobs (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are estimated from their floating-point work
+at an assumed GPU rate (see costmodel.GpuAssumptions; --gpu-tflops), since no GPU run was
+measured. Early-stopped training is estimated at 3 x patience epochs; resource requests use the
+maximum epochs. `--compare` prints how far the model is from each measured job, in sample and
+with each dataset x model group left out of the calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params
+from tabrepro.costmodel import (GPU_FAMILIES, Calibration, CostModel, GpuAssumptions, JobWork, MeasuredJob,
+                                TableShape, calibrate, family_of, job_terms)
+from tabrepro.errors import InputError
+from tabrepro.plan_inputs import (DEFAULT_BENCH_DIR, DEFAULT_FACTS_FILE, DEFAULT_RESULTS_DIRS, DatasetFacts,
+                                  facts_snapshot, load_measured)
+
+__all__ = ["JobEstimate", "JobResources", "PlanRow", "Planner", "default_planner", "job_resources", "main"]
+
+THREADED_FAMILIES = ("boosting_hist", "catboost", "random_forest", "knn", "mlp")  # use more than one core
+LONG_JOB_HOURS = 4.0  # a CPU job predicted longer than this at one thread gets more threads
+MAX_THREADS = 16
+THREAD_EFFICIENCY = 0.8  # speed-up of t threads assumed t ** 0.8
+MEMORY_SAFETY, MEMORY_FLOOR_MB = 1.3, 512
+RUNTIME_SAFETY, RUNTIME_FLOOR_MIN = 1.5, 10
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """One workflow job's predicted cost (seconds on one thread / one GPU, peak MiB)."""
+
+    kind: str  # train, train_config or select
+    family: str
+    gpu: bool
+    cpu_seconds: float
+    gpu_seconds: float
+    peak_mb: float
+    n_fits: int
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """What a scheduler should grant one job."""
+
+    threads: int
+    mem_mb: int
+    runtime_min: int
+    gpus: int
+
+
+@dataclass
+class PlanRow:
+    """Totals of one paper x dataset x model."""
+
+    paper: str
+    dataset: str
+    model: str
+    configs: int
+    folds: int
+    fits: int
+    jobs: int
+    cpu_hours: float
+    gpu_hours: float
+    peak_mb: float
+    shape: TableShape
+
+
+class Planner:
+    """Estimates for the jobs of one Params (profile), with one calibrated cost model."""
+
+    def __init__(self, params: Params, model: CostModel, facts: DatasetFacts) -> None:
+        self.params, self.model, self.facts = params, model, facts
+        self._configs: dict[tuple[str, str, str], list[dict]] = {}
+
+    def configs(self, paper: str, dataset: str, model: str) -> list[dict]:
+        """The candidate configurations (shared by all folds of a dataset x model)."""
+        key = (paper, dataset, model)
+        if key not in self._configs:
+            from tabrepro.data.registry import get_source
+            from tabrepro.training import job_configs
+
+            task = get_source(self.params.source_of(paper, dataset)).task
+            self._configs[key] = job_configs(self.params, Job(paper, dataset, model, 0), task)
+        return self._configs[key]
+
+    def work(self, job: Job, kind: str, config: int | None = None, *, bound: bool = False) -> JobWork:
+        configs = self.configs(job.paper, job.dataset, job.model)
+        shape = self.facts.shape(self.params, job.paper, job.dataset)
+        repeats = self.params.repeats(job.paper, job.dataset)
+        chosen = configs if kind == "train" else [configs[config or 0]] if kind == "train_config" else configs
+        return job_terms(job.model, kind, chosen, shape, repeats=repeats, bound=bound)
+
+    def estimate(self, job: Job, kind: str, config: int | None = None, *, bound: bool = False) -> JobEstimate:
+        family = family_of(job.model)
+        work = self.work(job, kind, config, bound=bound)
+        gpu = family in GPU_FAMILIES
+        return JobEstimate(kind, family, gpu, self.model.cpu_seconds(family, work.terms),
+                           self.model.gpu_seconds(family, work.terms) if gpu else 0.0,
+                           self.model.peak_mb(family, work.memory), work.n_fits)
+
+    def job_kinds(self, job: Job) -> list[tuple[str, int | None]]:
+        """The workflow jobs behind one fold-level job: (kind, config) pairs."""
+        from tabrepro.models.registry import get_model_class
+
+        if not get_model_class(job.model).per_config_jobs:
+            return [("train", None)]
+        n = self.params.n_configs(job.paper, job.dataset, job.model)
+        return [("train_config", c) for c in range(n)] + [("select", None)]
+
+    def rows(self) -> list[PlanRow]:
+        """One row per paper x dataset x model of the profile (folds of one row cost the same)."""
+        groups: dict[tuple[str, str, str], list[Job]] = {}
+        for job in self.params.jobs():
+            groups.setdefault((job.paper, job.dataset, job.model), []).append(job)
+        rows = []
+        for (paper, dataset, model), jobs in groups.items():
+            folds = len(jobs)
+            estimates = [self.estimate(jobs[0], kind, config) for kind, config in self.job_kinds(jobs[0])]
+            rows.append(PlanRow(
+                paper, dataset, model, configs=self.params.n_configs(paper, dataset, model), folds=folds,
+                fits=folds * sum(e.n_fits for e in estimates), jobs=folds * len(estimates),
+                cpu_hours=folds * sum(0.0 if e.gpu else e.cpu_seconds for e in estimates) / 3600,
+                gpu_hours=folds * sum(e.gpu_seconds for e in estimates) / 3600,
+                peak_mb=max(e.peak_mb for e in estimates), shape=self.facts.shape(self.params, paper, dataset)))
+        return rows
+
+
+# ----------------------------------------------------------------------------------------------
+# resources
+
+
+def resources_for(estimate: JobEstimate) -> JobResources:
+    """Threads, memory and runtime to request for a job whose bound estimate is `estimate`."""
+    mem_mb = int(math.ceil((estimate.peak_mb * MEMORY_SAFETY + MEMORY_FLOOR_MB) / 256.0) * 256)
+    if estimate.gpu:
+        seconds, threads = estimate.gpu_seconds, 2
+    else:
+        hours = estimate.cpu_seconds / 3600
+        threads = 1
+        if estimate.family in THREADED_FAMILIES and hours > LONG_JOB_HOURS:
+            threads = min(MAX_THREADS, 2 ** math.ceil(math.log2(hours / LONG_JOB_HOURS)))
+        seconds = estimate.cpu_seconds / threads ** THREAD_EFFICIENCY
+    runtime = int(math.ceil(seconds * RUNTIME_SAFETY / 60.0 + RUNTIME_FLOOR_MIN))
+    return JobResources(threads=threads, mem_mb=mem_mb, runtime_min=runtime, gpus=1 if estimate.gpu else 0)
+
+
+def job_resources(params: Params, job: Job, kind: str = "train", config: int | None = None, *,
+                  planner: Planner | None = None) -> JobResources:
+    """What one workflow job (`train`, `train_config` with its config index, or `select`) should
+    ask a scheduler for, from the calibrated cost model's bound (maximum epochs)."""
+    planner = planner or default_planner(params)
+    return resources_for(planner.estimate(job, kind, config, bound=True))
+
+
+def default_planner(params: Params, *, results_dirs: Sequence[Path] = DEFAULT_RESULTS_DIRS,
+                    bench_files: Sequence[Path] | None = None, data_dirs: Sequence[Path] = (),
+                    facts_file: Path | None = DEFAULT_FACTS_FILE, params_file: Path = DEFAULT_PARAMS_FILE,
+                    gpu: GpuAssumptions = GpuAssumptions()) -> Planner:
+    """A planner calibrated on the committed run records and scale-benchmark results."""
+    facts = DatasetFacts([params.data_dir, *data_dirs], facts_file)
+    bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
+    measured = load_measured(results_dirs, bench, Path(params_file), facts)
+    return Planner(params, CostModel(calibrate(measured), gpu), facts)
+
+
+# ----------------------------------------------------------------------------------------------
+# printing
+
+
+def _hours(value: float) -> str:
+    if value == 0:
+        return "-"
+    return f"{value:,.1f}" if value >= 0.1 else f"{value * 60:.1f} min"
+
+
+def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
+    lines = [f"Compute plan for profile {params.profile_name!r} ({params.profile['description']})",
+             f"GPU jobs assume {model.gpu.tflops:g} TFLOP/s sustained and {model.gpu.step_overhead_ms:g} ms per step "
+             f"(no GPU run measured); CPU-hours at one thread, as measured here.", "",
+             "| paper | dataset | model | configs | folds | fits | jobs | CPU-h | GPU-h | peak GiB | rows (train/val/test) | shape from |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        s = r.shape
+        lines.append(f"| {r.paper} | {r.dataset} | {r.model} | {r.configs:,} | {r.folds} | {r.fits:,} | {r.jobs:,} | "
+                     f"{_hours(r.cpu_hours)} | {_hours(r.gpu_hours)} | {r.peak_mb / 1024:.1f} | "
+                     f"{s.n_train:,}/{s.n_val:,}/{s.n_test:,} | {s.source.split(' (')[0]} |")
+    lines += ["", "| paper | fits | jobs | CPU-h | GPU-h | largest peak GiB |", "|---|---|---|---|---|---|"]
+    for paper in [*dict.fromkeys(r.paper for r in rows), None]:
+        part = [r for r in rows if paper is None or r.paper == paper]
+        if not part:
+            continue
+        lines.append(f"| {paper or '**total**'} | {sum(r.fits for r in part):,} | {sum(r.jobs for r in part):,} | "
+                     f"{sum(r.cpu_hours for r in part):,.1f} | {sum(r.gpu_hours for r in part):,.1f} | "
+                     f"{max(r.peak_mb for r in part) / 1024:.1f} |")
+    return "\n".join(lines)
+
+
+def compare(measured: list[MeasuredJob], gpu: GpuAssumptions) -> str:
+    """Predicted vs measured runtime and memory of every measured job; fractions within 3x (time)
+    and 2x (memory), in sample and with each paper/dataset/model group left out."""
+    full = CostModel(calibrate(measured), gpu)
+    groups: dict[str, list[MeasuredJob]] = {}
+    for job in measured:
+        groups.setdefault(_group(job.label), []).append(job)
+    held_out: dict[int, float] = {}
+    for name, members in groups.items():
+        rest = [j for j in measured if _group(j.label) != name]
+        model = CostModel(calibrate(rest), gpu)
+        for job in members:
+            held_out[id(job)] = model.cpu_seconds(job.family, job.terms)
+    lines = ["| job | origin | measured s | predicted s | ratio | held-out ratio | measured MiB | predicted MiB |",
+             "|---|---|---|---|---|---|---|---|"]
+    per_family: dict[str, list[tuple[float, float]]] = {}
+    mem_ratios = []
+    for job in sorted(measured, key=lambda j: (j.family, j.label)):
+        predicted = full.cpu_seconds(job.family, job.terms)
+        mem = full.peak_mb(job.family, job.memory)
+        mem_ratios.append(mem / job.peak_mb)
+        if job.wall_s is None:  # stopped at a time limit: memory only
+            lines.append(f"| {job.label} | {_origin(job)} | (time limit) | {predicted:,.1f} | | | "
+                         f"{job.peak_mb:,.0f} | {mem:,.0f} |")
+            continue
+        ratio, cv = predicted / job.wall_s, held_out[id(job)] / job.wall_s
+        per_family.setdefault(job.family, []).append((ratio, cv))
+        lines.append(f"| {job.label} | {_origin(job)} | {job.wall_s:,.1f} | {predicted:,.1f} | "
+                     f"{ratio:.2f} | {cv:.2f} | {job.peak_mb:,.0f} | {mem:,.0f} |")
+    pairs = [p for values in per_family.values() for p in values]
+    lines += ["", f"{len(pairs)} measured jobs with a runtime: within 3x for {within(r for r, _ in pairs):.0%} in sample, "
+              f"{within(cv for _, cv in pairs):.0%} with their dataset x model left out of the calibration; "
+              f"peak memory within 2x for {within(mem_ratios, 2):.0%} of {len(mem_ratios)} jobs."]
+    lines += ["", "| family | jobs | within 3x (in sample) | within 3x (held out) | median ratio |", "|---|---|---|---|---|"]
+    for family, values in sorted(per_family.items()):
+        ratios = sorted(r for r, _ in values)
+        lines.append(f"| {family} | {len(values)} | {within(ratios):.0%} | {within(cv for _, cv in values):.0%} | "
+                     f"{ratios[len(ratios) // 2]:.2f} |")
+    return "\n".join(lines)
+
+
+def within(values: Iterable[float], factor: float = 3.0) -> float:
+    """Share of ratios between 1/factor and factor."""
+    values = list(values)
+    return sum(1 / factor <= v <= factor for v in values) / max(len(values), 1)
+
+
+def _origin(job: MeasuredJob) -> str:
+    return Path(job.origin).parent.name or job.origin
+
+
+def _group(label: str) -> str:
+    """paper/dataset/model of a label (bench labels: bench/dataset@rows/model -> bench/dataset/model)."""
+    parts = label.split("/")
+    return "/".join([parts[0], parts[1].split("@")[0], parts[2]])
+
+
+def calibration_summary(calibration: Calibration) -> str:
+    lines = ["| family | measured jobs | seconds per unit | MiB per unit |", "|---|---|---|---|"]
+    for family, weights in calibration.runtime.items():
+        runtime = ", ".join(f"{k} {v:.3g}" for k, v in weights.items())
+        memory = ", ".join(f"{k} {v:.3g}" for k, v in calibration.memory[family].items())
+        lines.append(f"| {family} | {calibration.n_jobs.get(family, 0)} | {runtime} | {memory} |")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tabrepro.plan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS_FILE, help="parameters file (default: params.yaml)")
+    parser.add_argument("--profile", default="paper", help="profile to plan (default: paper)")
+    parser.add_argument("--measured", type=Path, action="append", default=[],
+                        help="a results directory of a run (metrics.json files) to calibrate on, besides the "
+                             "committed records; repeatable")
+    parser.add_argument("--bench", type=Path, action="append", default=None,
+                        help="scale benchmark JSON (default: docs/scale/bench-*.json); repeatable")
+    parser.add_argument("--data-dir", type=Path, action="append", default=[],
+                        help="a data directory whose processed/*/schema.json give dataset shapes; repeatable")
+    parser.add_argument("--gpu-tflops", type=float, default=GpuAssumptions.tflops, help="assumed sustained GPU TFLOP/s")
+    parser.add_argument("--compare", action="store_true", help="print predicted vs measured for every measured job")
+    parser.add_argument("--calibration", action="store_true", help="print the calibrated weights")
+    parser.add_argument("--write-facts", type=Path, help="write the dataset shapes known here to this facts file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        params = Params.from_file(args.params, profile=args.profile)
+        gpu = GpuAssumptions(tflops=args.gpu_tflops)
+        data_dirs = [*args.data_dir, *(m.parent / "data" for m in args.measured)]
+        facts = DatasetFacts([params.data_dir, *data_dirs], DEFAULT_FACTS_FILE)
+        bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if args.bench is None else args.bench
+        if args.write_facts:
+            from tabrepro.data.registry import load_registry
+            from tabrepro.data.table import atomic_write_bytes
+            import json
+
+            snapshot = facts_snapshot(facts, load_registry(), bench)
+            atomic_write_bytes(args.write_facts, (json.dumps(snapshot, indent=1, sort_keys=True) + "\n").encode())
+            print(f"{args.write_facts}: {len(snapshot['datasets'])} dataset shapes")
+            return 0
+        measured = load_measured([*DEFAULT_RESULTS_DIRS, *args.measured], bench, args.params, facts)
+        if args.compare:
+            print(compare(measured, gpu))
+            return 0
+        model = CostModel(calibrate(measured), gpu)
+        if args.calibration:
+            print(calibration_summary(model.calibration))
+            print()
+        planner = Planner(params, model, facts)
+        print(format_plan(planner.rows(), params, model))
+        print(f"\nCalibrated on {len(measured)} measured jobs ({', '.join(sorted({j.family for j in measured}))}).")
+    except InputError as error:
+        print(f"tabrepro.plan: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The compute plan: job and fit counts, the cost model's calibration and monotonicity, resources."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tabrepro.config import Job, Params
+from tabrepro.costmodel import (RUNTIME_PRIORS, Calibration, CostModel, MeasuredJob, TableShape, calibrate,
+                                family_of, fit_terms, job_terms, memory_terms)
+from tabrepro.models.registry import get_model_class
+from tabrepro.plan import Planner, compare, job_resources, resources_for, within
+from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
+from tabrepro.splits import make_split
+
+REPO = Path(__file__).resolve().parents[1]
+PARAMS = REPO / "params.yaml"
+
+
+def _shape(rows: int, width: int = 20, classes: int = 2) -> TableShape:
+    return TableShape(rows, int(rows * 0.7), int(rows * 0.1), int(rows * 0.2), width, width, classes, "test")
+
+
+def _prior_model() -> CostModel:
+    return CostModel(calibrate([]))
+
+
+@pytest.fixture(scope="module")
+def quick_planner() -> Planner:
+    params = Params.from_file(PARAMS, profile="quick")
+    return Planner(params, _prior_model(), DatasetFacts([], None))
+
+
+# ----------------------------------------------------------------------------------------------
+# counts
+
+
+def test_plan_rows_count_every_workflow_job_and_fit_once(quick_planner):
+    params = quick_planner.params
+    rows = quick_planner.rows()
+    expected_jobs = 0
+    for job in params.jobs():
+        per_config = get_model_class(job.model).per_config_jobs
+        expected_jobs += params.n_configs(job.paper, job.dataset, job.model) + 1 if per_config else 1
+    assert sum(r.jobs for r in rows) == expected_jobs
+    assert {(r.paper, r.dataset, r.model) for r in rows} == {(j.paper, j.dataset, j.model) for j in params.jobs()}
+    for row in rows:
+        assert row.folds == len([j for j in params.jobs() if (j.paper, j.dataset, j.model) == (row.paper, row.dataset, row.model)])
+        assert row.configs == params.n_configs(row.paper, row.dataset, row.model)
+        repeats = params.repeats(row.paper, row.dataset)
+        assert row.fits == row.folds * (row.configs + repeats - 1)
+        assert row.cpu_hours >= 0 and row.gpu_hours >= 0 and row.peak_mb > 0
+
+
+def test_gpu_models_count_gpu_hours_and_cpu_models_cpu_hours(quick_planner):
+    for row in quick_planner.rows():
+        gpu = get_model_class(row.model).accelerator == "gpu"
+        assert (row.gpu_hours > 0) == gpu and (row.cpu_hours > 0) == (not gpu), row.model
+
+
+def test_the_plan_uses_the_jobs_own_candidate_lists(quick_planner):
+    from tabrepro.training import job_configs
+
+    job = Job("npt", "breast_cancer", "xgboost", 3)
+    assert quick_planner.configs("npt", "breast_cancer", "xgboost") == job_configs(quick_planner.params, job, "binary")
+
+
+def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs():
+    done = subprocess.run([sys.executable, "-m", "tabrepro.plan", "--profile", "paper"], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    params = Params.from_file(PARAMS, profile="paper")
+    jobs = sum(params.n_configs(j.paper, j.dataset, j.model) + 1 if get_model_class(j.model).per_config_jobs else 1
+               for j in params.jobs())
+    total = next(line for line in done.stdout.splitlines() if line.startswith("| **total**"))
+    assert f"| {jobs:,} |" in total
+    for paper in ("npt", "bishop"):
+        assert any(line.startswith(f"| {paper} | higgs |") or line.startswith(f"| {paper} |")
+                   for line in done.stdout.splitlines())
+
+
+def test_a_bad_profile_is_one_line_and_exit_2():
+    done = subprocess.run([sys.executable, "-m", "tabrepro.plan", "--profile", "nope"], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "nope" in done.stderr
+
+
+@pytest.mark.parametrize("protocol", ["npt_cv10", "npt_holdout", "npt_fixed_test_poker", "openml_benchmark"])
+def test_split_sizes_match_the_real_splits(protocol):
+    raw = Params.from_file(PARAMS).raw["protocols"][protocol]
+    n, fixed = 5003, (1000 if raw["kind"] == "fixed_test" else 0)
+    if raw.get("max_train_rows"):
+        n = 20011
+    y = np.arange(n) % 3
+    counts = make_split(raw, n, fold=0, seed=1, y=y.astype(str), n_fixed_test_rows=fixed).counts()
+    train, val, test = split_sizes(raw, n, fixed)
+    assert abs(train - counts["train"]) <= 1 and abs(val - counts["val"]) <= 1 and abs(test - counts["test"]) <= 1
+
+
+# ----------------------------------------------------------------------------------------------
+# the cost model
+
+
+@pytest.mark.parametrize("model, config", [
+    ("xgboost", {"n_estimators": 100, "max_depth": 6}), ("lightgbm", {"n_estimators": 100, "num_leaves": 31}),
+    ("catboost", {"n_estimators": 100, "max_depth": 6}), ("gradient_boosting", {"n_estimators": 50}),
+    ("random_forest", {"n_estimators": 50, "max_features": "sqrt"}), ("knn", {"n_neighbors": 5}),
+    ("mlp", {"hidden_layer_sizes": [100, 100]}), ("tabnet", {"n_d": 8}), ("ft_transformer", {}),
+    ("resnet", {}), ("npt", {"batch_size": 512, "max_steps": 100}), ("bishop", {}),
+])
+def test_predictions_grow_with_the_data(model, config):
+    cost = _prior_model()
+    family = family_of(model)
+    times, memory = [], []
+    for rows in (1_000, 10_000, 100_000, 1_000_000):
+        work = job_terms(model, "train", [config], _shape(rows))
+        times.append(cost.cpu_seconds(family, work.terms))
+        memory.append(cost.peak_mb(family, work.memory))
+    assert all(a < b for a, b in zip(times, times[1:])), times
+    assert all(a < b for a, b in zip(memory, memory[1:])), memory
+
+
+@pytest.mark.parametrize("model, key, small, large", [
+    ("xgboost", "n_estimators", 10, 1000), ("random_forest", "n_estimators", 10, 1000),
+    ("mlp", "hidden_layer_sizes", [25], [500, 500, 500]), ("npt", "max_steps", 100, 10_000),
+    ("bishop", "d_model", 64, 1024), ("tabnet", "max_epochs", 10, 1000),
+])
+def test_predictions_grow_with_the_configuration(model, key, small, large):
+    cost = _prior_model()
+    shape = _shape(20_000)
+    low = cost.cpu_seconds(family_of(model), job_terms(model, "train", [{key: small}], shape).terms)
+    high = cost.cpu_seconds(family_of(model), job_terms(model, "train", [{key: large}], shape).terms)
+    assert high > 2 * low
+
+
+def test_calibration_recovers_known_rates():
+    rng = np.random.default_rng(0)
+    truth = {"start": 2.0, "load": 0.5, "trees": 3.0, "score": 1.0}
+    measured = []
+    for i in range(30):
+        shape = _shape(int(rng.integers(500, 200_000)), int(rng.integers(5, 100)))
+        config = {"n_estimators": int(rng.integers(10, 1000)), "max_depth": int(rng.integers(2, 10))}
+        work = job_terms("xgboost", "train", [config], shape)
+        wall = sum(truth[k] * v for k, v in work.terms.items())
+        measured.append(MeasuredJob(f"x/{i}", "boosting_hist", work.terms, work.memory, wall, 300.0, "test"))
+    model = CostModel(calibrate(measured))
+    ratios = [model.cpu_seconds(j.family, j.terms) / j.wall_s for j in measured]
+    assert max(abs(np.log(ratios))) < 0.05
+    assert within(ratios, 1.1) == 1.0
+
+
+def test_families_without_measurements_keep_their_priors():
+    calibration = calibrate([])
+    assert calibration.runtime == {family: dict(prior) for family, prior in RUNTIME_PRIORS.items()}
+    assert set(calibration.n_jobs.values()) == {0}
+
+
+def test_jobs_stopped_at_a_time_limit_count_for_memory_only():
+    shape = _shape(10_000)
+    work = job_terms("npt", "train_config", [{"batch_size": 1024}], shape)
+    stopped = MeasuredJob("bench/x@1/npt", "npt", work.terms, work.memory, None, 9000.0, "bench")
+    calibration = calibrate([stopped])
+    assert calibration.runtime["npt"] == RUNTIME_PRIORS["npt"]
+    assert CostModel(calibration).peak_mb("npt", work.memory) == pytest.approx(9000.0, rel=0.2)
+    assert "(time limit)" in compare([stopped], CostModel(calibration).gpu)
+
+
+def test_equal_cost_configurations_are_priced_once_and_alike():
+    shape = _shape(5_000)
+    a = fit_terms("mlp", {"hidden_layer_sizes": (50,), "alpha": 0.1, "learning_rate_init": 0.01}, shape, score_rows=10)
+    b = fit_terms("mlp", {"hidden_layer_sizes": [50], "alpha": 0.0, "learning_rate_init": 0.1}, shape, score_rows=10)
+    assert a == b
+    assert fit_terms("mlp", {"hidden_layer_sizes": (60,)}, shape, score_rows=10) != a
+
+
+def test_random_forest_memory_grows_with_its_trees():
+    shape = _shape(1_000_000)
+    assert memory_terms("random_forest", {"n_estimators": 1000}, shape)["state"] > \
+        50 * memory_terms("random_forest", {"n_estimators": 10}, shape)["state"]
+
+
+# ----------------------------------------------------------------------------------------------
+# resources
+
+
+def test_resources_grow_with_the_dataset_and_gpu_models_ask_for_a_gpu():
+    params = Params.from_file(PARAMS, profile="paper")
+    planner = Planner(params, _prior_model(), DatasetFacts([], None))
+    small = job_resources(params, Job("npt", "breast_cancer", "xgboost", 0), planner=planner)
+    large = job_resources(params, Job("npt", "higgs", "xgboost", 0), planner=planner)
+    assert large.mem_mb > small.mem_mb and large.runtime_min > small.runtime_min
+    assert large.threads >= small.threads == 1 and small.gpus == large.gpus == 0
+    npt = job_resources(params, Job("npt", "higgs", "npt", 0), "train_config", 0, planner=planner)
+    assert npt.gpus == 1
+    assert job_resources(params, Job("npt", "higgs", "npt", 0), "select", planner=planner).runtime_min < npt.runtime_min
+
+
+def test_long_cpu_jobs_get_more_threads_and_a_shorter_runtime():
+    from tabrepro.plan import JobEstimate
+
+    short = resources_for(JobEstimate("train", "boosting_hist", False, 600.0, 0.0, 100.0, 1))
+    long = resources_for(JobEstimate("train", "boosting_hist", False, 40 * 3600.0, 0.0, 100.0, 1))
+    serial = resources_for(JobEstimate("train", "boosting_exact", False, 40 * 3600.0, 0.0, 100.0, 1))
+    assert short.threads == 1 and long.threads > 1 and serial.threads == 1
+    assert long.runtime_min < serial.runtime_min
+    assert short.mem_mb % 256 == 0 and short.mem_mb >= 100 + 512
+
+
+# ----------------------------------------------------------------------------------------------
+# measured jobs
+
+
+def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None = None) -> Path:
+    path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "paper": job.paper, "dataset": job.dataset, "model": job.model, "fold": job.fold, "task": "binary",
+        "source": "breast_cancer", "profile": params.profile_name,
+        "params_digest": digest or params.job_digest(job), "wall_time_s": 12.5, "peak_memory_mb": 300.0,
+        "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0}}))
+    return path
+
+
+def test_measured_jobs_are_read_with_their_regenerated_candidates(tmp_path):
+    params = Params.from_file(PARAMS, profile="quick")
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "xgboost", 0))
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "lightgbm", 0), digest="0" * 16)
+    facts = DatasetFacts([], None, extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30,
+                                                            "n_classes": 2, "n_fixed_test_rows": 0}})
+    jobs = load_measured([tmp_path / "run", tmp_path / "run"], [], PARAMS, facts)
+    assert [(j.label, j.wall_s, j.peak_mb) for j in jobs] == [("npt/breast_cancer/xgboost/fold0", 12.5, 300.0)]
+    n_configs = params.n_configs("npt", "breast_cancer", "xgboost")
+    assert jobs[0].terms["start"] == 1.0 and jobs[0].terms["trees"] > 0
+    one = job_terms("xgboost", "train", Planner(params, _prior_model(), facts).configs("npt", "breast_cancer", "xgboost"),
+                    TableShape(569, 399, 114, 56, 30, 30, 2))
+    assert jobs[0].terms == pytest.approx(one.terms) and n_configs > 1
