@@ -292,3 +292,43 @@ def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path
     assert "poker" in table8.lower()
     with pytest.raises(InputError):  # and the stand-in never passes for real data
         parse_dataset("poker_hand", tmp_path / "work" / "data" / "raw")
+
+
+# ----------------------------------------------------------------------------------------------
+# the data path at scale: same results with less memory
+
+
+def test_load_table_reads_the_same_frame_as_a_whole_file_read(tmp_path):
+    import pandas as pd
+
+    from tabrepro.data.table import ColumnSpec, Table, TableSchema, load_table, save_table
+
+    frame = pd.DataFrame({"x": [1.5, np.nan, 3.0, -0.0], "c": pd.Series(["a", None, "b", "a"], dtype="str"),
+                          "y": pd.Series(["0", "1", "1", "0"], dtype="str")})
+    schema = TableSchema("d", "binary", "y", [ColumnSpec("x", "continuous"), ColumnSpec("c", "categorical", ["a", "b"]),
+                                              ColumnSpec("y", "categorical", ["0", "1"])], 4)
+    save_table(Table(frame, schema), tmp_path)
+    loaded = load_table(tmp_path)
+    pd.testing.assert_frame_equal(loaded.frame, pd.read_parquet(tmp_path / "table.parquet"), check_exact=True)
+    assert loaded.schema == schema
+
+
+@pytest.mark.parametrize("protocol", [
+    {"kind": "kfold", "n_folds": 5, "val_fraction": 0.2},
+    {"kind": "holdout", "train": 0.7, "val": 0.1, "test": 0.2, "max_train_rows": 500},
+    {"kind": "fixed_test", "val_fraction": 0.15},
+])
+def test_splits_from_label_codes_equal_splits_from_the_labels(protocol):
+    from tabrepro import splits
+
+    rng = np.random.default_rng(4)
+    labels = rng.choice(np.array(["- 50000", "50000+", "b", "10", "9"], dtype=object), 2000, p=[0.5, 0.2, 0.2, 0.05, 0.05])
+    folds = range(splits.n_folds(protocol))
+    with_codes = [splits.make_split(protocol, 2000, fold=k, seed=7, y=labels, n_fixed_test_rows=300) for k in folds]
+    original = splits.class_codes
+    try:
+        splits.class_codes = lambda y: y  # the labels themselves, as before
+        with_labels = [splits.make_split(protocol, 2000, fold=k, seed=7, y=labels, n_fixed_test_rows=300) for k in folds]
+    finally:
+        splits.class_codes = original
+    assert [s.sha256 for s in with_codes] == [s.sha256 for s in with_labels]
