@@ -233,7 +233,7 @@ class SlurmCluster:
     def _write_config(self) -> None:
         probe = subprocess.run([_which("slurmd"), "-C"], capture_output=True, text=True, timeout=30,
                                env=self.env())
-        node_line = next(l for l in probe.stdout.splitlines() if l.startswith("NodeName="))
+        node_line = next(text for text in probe.stdout.splitlines() if text.startswith("NodeName="))
         fields = dict(token.split("=", 1) for token in node_line.split())
         self.node = fields.pop("NodeName")
         fields["RealMemory"] = str(max(int(fields.get("RealMemory", 0)), MIN_MEMORY_MB))

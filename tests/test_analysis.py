@@ -4,13 +4,13 @@ the semi-synthetic lookup task (Table 3) and their settings. CPU, one thread."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import yaml
 from torch import nn
+from conftest import REPO
 
 from tabrepro.analysis.attention import abd_attention, attention_experiment, block_attention_weights
 from tabrepro.analysis.common import NPTContext, target_outputs
@@ -24,7 +24,6 @@ from tabrepro.analysis.settings import (AnalysisError, AnalysisSettings,
 from tabrepro.npt import NPTConfig, NPTModel, NPTTable, categorical, continuous
 from tabrepro.npt.masking import TEST, TRAIN, VAL
 
-REPO = Path(__file__).resolve().parents[1]
 
 torch.set_num_threads(1)
 

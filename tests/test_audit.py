@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tabrepro.reporting.audit import (AUDIT_BEGIN, AUDIT_END, AuditError, check_coverage, heading_anchors,
                                       load_audit, update_audit)
 from tabrepro.reporting.records import read_records
 
-REPO = Path(__file__).resolve().parents[1]
 FIELDS = ("paper", "table", "reference_table", "metric", "column", "method", "model", "ours_mean", "ours_se",
           "ours_se_basis", "n", "n_expected", "paper_value", "paper_text", "paper_spread", "paper_spread_kind",
           "paper_se", "delta", "z", "verdict_class", "verdict", "better_or_worse", "paper_selected_on", "budget",

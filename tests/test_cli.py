@@ -12,25 +12,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import REPO, tiny_profile
+
 from tabrepro.cli import build_parser, main
 from tabrepro.config import Job, Params
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def write_params(tmp_path: Path, **profile_extra) -> Path:
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["paths"] = {"data": str(tmp_path / "data"), "results": str(tmp_path / "results")}
-    raw["profiles"]["tiny"] = {
-        "description": "unit test", "max_configs": 1, "folds": [0],
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["gradient_boosting", "knn"]},
-                   "bishop": {"datasets": [], "models": []}},
-        **profile_extra,
-    }
-    raw["profile"] = "tiny"
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
+@pytest.fixture
+def write_params(tiny_params):
+    """Profile `tiny` in the test's tmp_path: breast cancer, Gradient Boosting and k-NN, one
+    configuration, fold 0; keywords are added to the profile entry."""
+    return lambda **profile_extra: tiny_params(tiny_profile(["gradient_boosting", "knn"], **profile_extra))
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -51,8 +43,8 @@ def test_help_lists_every_command():
         assert f"tabrepro {name}" in text, f"the module docstring does not mention `tabrepro {name}`"
 
 
-def test_bad_input_is_one_line_and_exit_2_and_debug_adds_the_traceback(tmp_path):
-    params = write_params(tmp_path)
+def test_bad_input_is_one_line_and_exit_2_and_debug_adds_the_traceback(write_params):
+    params = write_params()
     run = run_cli("--params", str(params), "split", "npt", "atlantis")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "unknown dataset 'atlantis'" in run.stderr
@@ -71,8 +63,8 @@ def test_a_bug_keeps_its_traceback_and_exit_1():
     assert not error_lines(run.stderr)
 
 
-def test_missing_steps_name_the_command_to_run(tmp_path, capsys):
-    params = str(write_params(tmp_path))
+def test_missing_steps_name_the_command_to_run(capsys, write_params):
+    params = str(write_params())
     assert main(["--params", params, "split", "npt", "boston"]) == 2
     assert "run `tabrepro prepare boston` first" in capsys.readouterr().err
     assert main(["--params", params, "-q", "train", "npt", "breast_cancer", "knn", "0"]) == 2
@@ -83,10 +75,10 @@ def test_missing_steps_name_the_command_to_run(tmp_path, capsys):
     assert "run `tabrepro split npt breast_cancer` first" in err and len(error_lines(err)) == 1
 
 
-def test_a_configuration_the_library_refuses_is_one_line_naming_it(tmp_path, capsys):
+def test_a_configuration_the_library_refuses_is_one_line_naming_it(tmp_path, capsys, write_params):
     """tree_method 'approxx' passes the load-time check (XGBoost types it as a string) but XGBoost
     refuses it at fit time, which must read as bad input naming the configuration, not a crash."""
-    params = str(write_params(tmp_path, model_overrides={
+    params = str(write_params(model_overrides={
         "xgboost": {"max_configs": 1, "params": {"tree_method": "approxx", "n_estimators": 5}}}))
     raw = yaml.safe_load(Path(params).read_text())
     raw["profiles"]["tiny"]["papers"]["npt"]["models"].append("xgboost")
@@ -102,8 +94,8 @@ def test_a_configuration_the_library_refuses_is_one_line_naming_it(tmp_path, cap
     assert not (tmp_path / "results" / "npt" / "breast_cancer" / "xgboost" / "fold0" / "metrics.json").exists()
 
 
-def test_tables_without_results_warn_and_say_what_to_run(tmp_path):
-    params = write_params(tmp_path)
+def test_tables_without_results_warn_and_say_what_to_run(tmp_path, write_params):
+    params = write_params()
     run = run_cli("--params", str(params), "tables", "npt")
     assert run.returncode == 0, run.stderr
     assert "warning: no results yet for npt" in run.stderr and "snakemake --cores N all" in run.stderr
@@ -127,8 +119,8 @@ def test_only_configuration_errors_from_a_fit_count_as_bad_input():
     assert _refused_configuration(type("CatBoostError", (Exception,), {})("bad option"), config)
 
 
-def test_list_datasets_shows_papers_task_rows_and_availability(tmp_path, capsys):
-    params = write_params(tmp_path)
+def test_list_datasets_shows_papers_task_rows_and_availability(tmp_path, capsys, write_params):
+    params = write_params()
     raw_dir = tmp_path / "data" / "raw"
     (raw_dir / "boston").mkdir(parents=True)
     (raw_dir / "boston" / "housing.data").write_text("stand-in\n")
@@ -148,8 +140,8 @@ def test_list_datasets_shows_papers_task_rows_and_availability(tmp_path, capsys)
     assert len(starts) == 1  # the TASK column is aligned
 
 
-def test_list_models_and_profiles(tmp_path, capsys):
-    params = write_params(tmp_path)
+def test_list_models_and_profiles(capsys, write_params):
+    params = write_params()
     assert main(["--params", str(params), "list", "models"]) == 0
     models = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert models["npt"].split()[1:3] == ["gpu", "one"] and "npt" in models["npt"].split()[-1]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 
 from tabrepro.config import Job, Params, ParamsError, resolve_extends
 
-REPO = Path(__file__).resolve().parents[1]
 RAW = yaml.safe_load((REPO / "params.yaml").read_text())
 
 
@@ -236,7 +235,8 @@ def test_cli_stops_with_one_line_naming_the_misspelt_key(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "gradient_boosting.params.max_dept" in lines[0] and "did you mean 'max_depth'" in lines[0]
+    assert len(lines) == 1 and "gradient_boosting.params.max_dept" in lines[0]
+    assert "did you mean 'max_depth'" in lines[0]
 
 
 def test_reproduce_profile_leaves_out_gpu_models_with_reasons_and_shows_caps():

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO, copy_workflow, tiny_profile
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GIT = shutil.which("git")
 # The committed .dvc/config puts the remote beside the checkout: <parent>/tabrepro-dvc-remote.
@@ -51,32 +51,22 @@ def run(args: list[str], cwd: Path, env: dict, timeout: int = 120) -> subprocess
 
 
 def dvc_tiny_profile(raw: dict) -> None:
-    raw["profiles"]["dvc_tiny"] = {
-        "description": "DVC round-trip test",
-        "max_configs": 1,
-        "folds": [0],
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "npt"]},
-                   "bishop": {"datasets": [], "models": []}},
-        "model_overrides": {"npt": {"max_configs": 1, "params": {
+    raw["profiles"]["dvc_tiny"] = tiny_profile(
+        ["knn", "npt"], description="DVC round-trip test", model_overrides={"npt": {"max_configs": 1, "params": {
             "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 4, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 2}}},
-    }
+            "checkpoint_every_steps": 2}}})
     raw["profile"] = "dvc_tiny"
 
 
 def make_repo(dest: Path, env: dict, mutate=None) -> Path:
     """A git repository holding the workflow and the committed DVC files, as a clone would."""
     dest.mkdir()
-    for name in ("Snakefile", "dvc.yaml", ".dvcignore", ".gitignore"):
+    copy_workflow(dest, mutate)
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
         shutil.copy(REPO / name, dest / name)
-    shutil.copytree(REPO / "workflow", dest / "workflow", ignore=shutil.ignore_patterns("profiles"))
     (dest / ".dvc").mkdir()
     for name in ("config", ".gitignore"):
         shutil.copy(REPO / ".dvc" / name, dest / ".dvc" / name)
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    if mutate:
-        mutate(raw)
-    (dest / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     run([GIT, "init", "-q", "."], dest, env)
     run([GIT, "add", "-A"], dest, env)
     run([GIT, "commit", "-q", "-m", "workflow"], dest, env)

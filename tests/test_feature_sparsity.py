@@ -9,27 +9,22 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import REPO, tiny_profile
+from conftest import write_params as write_profile
+
 from tabrepro import feature_sparsity as fs
 from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def write_params(tmp_path: Path, sparsity: dict | None = None) -> Path:
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["paths"] = {"data": str(tmp_path / "data"), "results": str(tmp_path / "results")}
-    raw["profiles"]["tiny"] = {
-        "description": "unit test", "max_configs": 2, "folds": [0, 1],
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "xgboost"]},
-                   "bishop": {"datasets": [], "models": []}},
-    }
-    raw["profile"] = "tiny"
-    raw["feature_sparsity"]["tiny"] = sparsity or {
-        "paper": "npt", "models": ["knn"], "fractions": [0.0, 0.3, 0.6], "importance_trees": 20}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
+    """Profile `tiny` (k-NN and XGBoost on breast cancer, folds 0 and 1) with curves for k-NN."""
+    def add_sparsity(raw: dict) -> None:
+        raw["feature_sparsity"]["tiny"] = sparsity or {
+            "paper": "npt", "models": ["knn"], "fractions": [0.0, 0.3, 0.6], "importance_trees": 20}
+
+    profile = tiny_profile(["knn", "xgboost"], max_configs=2, folds=[0, 1])
+    return write_profile(tmp_path, profile, mutate=add_sparsity)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import json
 import stat
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +29,7 @@ from tabrepro.data.fetch import (
 from tabrepro.data.parse import parse_source
 from tabrepro.data.registry import DatasetSource, UnknownDatasetError, source_from_dict
 
-try:
-    from data_server import DataServer, bypass_proxies
-except ImportError:  # tests imported as a package
-    from tests.data_server import DataServer, bypass_proxies
+from data_server import DataServer, bypass_proxies
 
 TOY = b"a,b,label\r\n1,x,yes\r\n2,y,no\r\n3,x,yes\r\n4,,no\r\n"
 TOY_SHA = hashlib.sha256(TOY).hexdigest()
@@ -53,9 +49,8 @@ def remote(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server(remote: Path) -> Iterator[DataServer]:
-    with DataServer(remote) as srv:
-        yield srv
+def server(remote: Path, data_server) -> DataServer:
+    return data_server(remote)
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -33,11 +32,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import REPO, SNAKEMAKE, copy_workflow, tiny_profile
 from slurm_cluster import SlurmCluster, ensure_installed, skip_reason
 
-REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SKIP = skip_reason()
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
@@ -65,16 +63,11 @@ def npt_log(fold: int) -> str:
 
 
 def live_profile(raw: dict) -> None:
-    raw["profiles"][PROFILE] = {
-        "description": "live Slurm test",
-        "max_configs": 2,
-        "folds": list(FOLDS),
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "npt"]},
-                   "bishop": {"datasets": [], "models": []}},
-        "model_overrides": {"npt": {"max_configs": 1, "params": {
+    raw["profiles"][PROFILE] = tiny_profile(
+        ["knn", "npt"], description="live Slurm test", max_configs=2, folds=list(FOLDS),
+        model_overrides={"npt": {"max_configs": 1, "params": {
             "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": NPT_STEPS,
-            "eval_every_epochs": 10, "checkpoint_every_steps": NPT_CHECKPOINT}}},
-    }
+            "eval_every_epochs": 10, "checkpoint_every_steps": NPT_CHECKPOINT}}})
     raw["profile"] = PROFILE
 
 
@@ -83,12 +76,8 @@ def copy_workflow_with_profile(dest: Path) -> Path:
     link = REPO / "slurm"
     assert link.is_symlink(), "the repository root needs the `slurm` symlink to workflow/profiles/slurm"
     assert link.resolve() == (REPO / "workflow/profiles/slurm").resolve()
-    shutil.copy(REPO / "Snakefile", dest / "Snakefile")
-    shutil.copytree(REPO / "workflow", dest / "workflow", ignore=shutil.ignore_patterns("__pycache__"))
+    copy_workflow(dest, live_profile, with_profiles=True)
     os.symlink(os.readlink(link), dest / "slurm")
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    live_profile(raw)
-    (dest / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     return dest
 
 
@@ -292,7 +281,7 @@ def _resumed_step(live: LiveRun, fold: int) -> int:
     # The log showed INTERRUPT_AT_STEP, so that checkpoint was on disk; the job may have run on a
     # little before the signal landed.
     assert INTERRUPT_AT_STEP <= step < NPT_STEPS and step % NPT_CHECKPOINT == 0, (step, intr)
-    line = next(l for l in log.splitlines() if "npt resumed from step" in l)
+    line = next(text for text in log.splitlines() if "npt resumed from step" in text)
     print(f"\nfold {fold} ({intr.how} of Slurm job {intr.job_id} at logged step {intr.step_seen}): {line}")
     return step
 
@@ -339,4 +328,4 @@ def test_forcerun_of_one_target_submits_exactly_one_job(live):
     after = json.loads((live.work / target).read_text())
     assert after["metrics"] == before["metrics"]
     print(f"\nsingle-target rerun: {len(submitted)} Slurm job ({seconds:.0f} s):",
-          next(l for l in output.splitlines() if "has been submitted with SLURM jobid" in l).strip())
+          next(text for text in output.splitlines() if "has been submitted with SLURM jobid" in text).strip())

@@ -12,15 +12,14 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "requirements.lock"
 PROJECT = "tabrepro"
 

@@ -23,10 +23,7 @@ from tabrepro.data.parse import (
 from tabrepro.data.registry import DatasetSource, source_from_dict
 from tabrepro.data.table import load_table, save_table
 
-try:
-    from data_server import shared_datasets_dir
-except ImportError:  # tests imported as a package
-    from tests.data_server import shared_datasets_dir
+from conftest import SHARED_DATASETS
 
 
 def make_source(name: str, files: list[dict[str, Any]], **entry: Any) -> DatasetSource:
@@ -273,7 +270,7 @@ def test_embedded_table_requires_an_embedded_copy() -> None:
 
 
 def test_embedded_breast_cancer_equals_parsed_real_wdbc(tmp_path: Path) -> None:
-    shared = shared_datasets_dir()
+    shared = SHARED_DATASETS
     if shared is None:
         pytest.skip("real wdbc.data not available: set TABREPRO_SHARED_DATASETS or provide ../shared/datasets")
     fetch_dataset("breast_cancer", tmp_path, mirror=str(shared), retries=0, progress=False)

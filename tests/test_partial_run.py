@@ -11,19 +11,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from test_workflow import copy_workflow, snakemake
+from conftest import copy_workflow, snakemake, tiny_profile
 
 
 def partial_profile(raw: dict) -> None:
-    raw["profiles"]["partial"] = {
-        "description": "one dataset cannot be downloaded",
-        "max_configs": 2,
-        "folds": [0, 1],
-        "not_run": {"npt": "needs a GPU (test)"},
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn"]},
-                   "bishop": {"datasets": ["breast_cancer", "blastchar"], "models": ["knn", "xgboost"]}},
-    }
+    raw["profiles"]["partial"] = tiny_profile(
+        ["knn"], bishop={"datasets": ["breast_cancer", "blastchar"], "models": ["knn", "xgboost"]},
+        description="one dataset cannot be downloaded", max_configs=2, folds=[0, 1],
+        not_run={"npt": "needs a GPU (test)"})
     raw["profile"] = "partial"
     raw["fetch"].update(retries=0, timeout_seconds=5)
     raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {

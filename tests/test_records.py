@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from tabrepro.cli import main
 from tabrepro.reporting.records import (README_BEGIN, README_END, RecordError, read_records,
                                         render_block, snapshot, update_readme)
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_readme_records_block_is_current():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import REPO
 
 from tabrepro.data.registry import (
     DatasetSource,
@@ -19,8 +19,6 @@ from tabrepro.data.registry import (
     safe_relative_path,
     source_from_dict,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _params_sources() -> set[str]:

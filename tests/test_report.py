@@ -10,7 +10,6 @@ import platform
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +17,13 @@ import pytest
 import torch
 import yaml
 
+from conftest import copy_workflow, repo_raw_params, snakemake, tiny_profile, write_params
+
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job
 from tabrepro.reporting.figures import critical_difference, critical_difference_diagram
 from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 PROFILE = "reporttest"
 SMALL_ANALYSIS = {
     "folds": [0],
@@ -100,17 +99,9 @@ def workspace(tmp_path_factory):
     if "npt" not in MODEL_NAMES:
         pytest.skip("the NPT model is not registered yet")
     root = tmp_path_factory.mktemp("report")
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["paths"] = {"data": str(root / "data"), "results": str(root / "results")}
-    raw["papers"]["npt"]["models"].setdefault("npt", "NPT")
-    raw["profiles"][PROFILE] = {
-        "description": "report test", "max_configs": 2, "folds": [0, 1],
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "random_forest", "npt"]},
-                   "bishop": {"datasets": [], "models": []}}}
-    raw["profile"] = PROFILE
-    raw["analysis"] = {PROFILE: SMALL_ANALYSIS}
-    params_file = root / "params.yaml"
-    params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    params_file = write_params(root, tiny_profile(["knn", "random_forest", "npt"], description="report test",
+                                                  max_configs=2, folds=[0, 1]),
+                               name=PROFILE, mutate=lambda raw: raw.update(analysis={PROFILE: SMALL_ANALYSIS}))
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TABREPRO_DATA_DIR", raising=False)
         assert _cli("--params", str(params_file), "-q", "prepare", "breast_cancer") == 0
@@ -369,13 +360,10 @@ def test_report_renders_in_headless_chromium(workspace, tmp_path):
 
 # --------------------------------------------------------------------------- workflow wiring
 def test_workflow_dry_run_includes_analysis_and_report(tmp_path):
-    shutil.copy(REPO / "Snakefile", tmp_path / "Snakefile")
-    shutil.copytree(REPO / "workflow", tmp_path / "workflow", ignore=shutil.ignore_patterns("profiles"))
-    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
-    run = subprocess.run([str(SNAKEMAKE), "all", "-n", "--quiet", "rules", "--config", "profile=quick"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = snakemake(copy_workflow(tmp_path), "all", "-n", "--quiet", "rules", "--config", "profile=quick",
+                    timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     output = run.stdout + run.stderr
     assert "report_html" in output and "analyse_lookup" in output
-    if "npt" in yaml.safe_load((REPO / "params.yaml").read_text())["papers"]["npt"]["models"]:
+    if "npt" in repo_raw_params()["papers"]["npt"]["models"]:
         assert "analyse_fold" in output

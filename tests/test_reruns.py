@@ -10,42 +10,33 @@ which jobs need to run is decided by Snakemake before any executor is involved.
 from __future__ import annotations
 
 import copy
-import os
 import re
-import shutil
-import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_workflow, tiny_profile
+from conftest import snakemake as run_snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 FOLDS = (0, 1)
 
 pytestmark = pytest.mark.slow
 
 
 def tiny(raw: dict) -> None:
-    raw["profiles"]["reruns"] = {
-        "description": "rerun-trigger test",
-        "max_configs": 2,
-        "folds": list(FOLDS),
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["knn", "random_forest", "npt"]},
-                   "bishop": {"datasets": [], "models": []}},
-        "model_overrides": {"npt": {"max_configs": 1, "params": {
+    raw["profiles"]["reruns"] = tiny_profile(
+        ["knn", "random_forest", "npt"], description="rerun-trigger test", max_configs=2, folds=list(FOLDS),
+        model_overrides={"npt": {"max_configs": 1, "params": {
             "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 4, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 2}}},
-    }
+            "checkpoint_every_steps": 2}}})
     raw["profile"] = "reruns"
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 
 
 def snakemake(work: Path, *args: str, timeout: float = 600) -> str:
-    run = subprocess.run([str(SNAKEMAKE), "--cores", "2", *args], cwd=work, capture_output=True, text=True,
-                         timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    """Snakemake's output; the test fails when it does."""
+    run = run_snakemake(work, *args, env={"PYTHONUNBUFFERED": "1"}, timeout=timeout)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]
     return out
@@ -53,12 +44,7 @@ def snakemake(work: Path, *args: str, timeout: float = 600) -> str:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("reruns")
-    shutil.copy(REPO / "Snakefile", work / "Snakefile")
-    shutil.copytree(REPO / "workflow", work / "workflow", ignore=shutil.ignore_patterns("profiles", "__pycache__"))
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    tiny(raw)
-    (work / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
+    work = copy_workflow(tmp_path_factory.mktemp("reruns"), tiny)
     snakemake(work, "all")
     assert "Nothing to be done" in snakemake(work, "-n", "all")
     return work

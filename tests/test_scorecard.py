@@ -18,6 +18,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import tiny_profile, write_params
+
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
@@ -26,7 +28,6 @@ from tabrepro.reporting.scorecard import (CONSISTENT, DIFFERS, NOT_RUN, UNDETERM
                                           ScoreCell, build_scorecard, judge, render_markdown,
                                           summary, write_scorecard)
 
-REPO = Path(__file__).resolve().parents[1]
 PROFILE = "cardtest"
 HIGGS_ERROR = "HTTP 404 for https://archive.ics.uci.edu/higgs.zip (no mirror copy)"
 
@@ -57,19 +58,12 @@ def _log(root: Path, relative: str, text: str) -> Path:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("scorecard")
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["paths"] = {"data": str(root / "data"), "results": str(root / "results")}
-    raw["profiles"][PROFILE] = {
-        "description": "scorecard test", "max_configs": 2, "folds": [0, 1, 2],
-        "model_overrides": {"knn": {"max_configs": 2, "reason": "kept small for the test"}},
-        "not_run": {"tabnet": "needs a GPU"},
-        "papers": {
-            "npt": {"datasets": ["breast_cancer", "boston", "protein", "higgs"],
-                    "models": ["random_forest", "xgboost", "knn", "catboost", "mlp", "npt"]},
-            "bishop": {"datasets": ["spambase"], "models": ["xgboost"]}}}
-    raw["profile"] = PROFILE
-    params_file = root / "params.yaml"
-    params_file.write_text(yaml.safe_dump(raw, sort_keys=False))
+    profile = tiny_profile(
+        ["random_forest", "xgboost", "knn", "catboost", "mlp", "npt"], ["breast_cancer", "boston", "protein", "higgs"],
+        bishop={"datasets": ["spambase"], "models": ["xgboost"]}, description="scorecard test", max_configs=2,
+        folds=[0, 1, 2], model_overrides={"knn": {"max_configs": 2, "reason": "kept small for the test"}},
+        not_run={"tabnet": "needs a GPU"})
+    params_file = write_params(root, profile, name=PROFILE)
     params = Params.from_file(params_file)
     # breast cancer: Random Forest agrees, XGBoost is far off (worse on every metric), k-NN
     # lacks fold 2, CatBoost failed on fold 0 (nothing else), an NPT variant failed, MLP not run.

@@ -16,7 +16,6 @@ Without the folder (or $TABREPRO_SHARED_DATASETS) every test here is skipped, sa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -27,12 +26,8 @@ from tabrepro.data.fetch import MANIFEST_NAME, ChecksumMismatchError, FetchOptio
 from tabrepro.data.parse import parse_source
 from tabrepro.data.registry import DatasetSource, Expected, RemoteFile, get_source, load_registry
 
-try:
-    from data_server import DataServer, bypass_proxies, shared_datasets_dir
-except ImportError:  # tests imported as a package
-    from tests.data_server import DataServer, bypass_proxies, shared_datasets_dir
-
-SHARED = shared_datasets_dir()
+from conftest import SHARED_DATASETS as SHARED
+from data_server import DataServer
 pytestmark = pytest.mark.skipif(
     SHARED is None,
     reason="offline dataset copies not found (../shared/datasets or $TABREPRO_SHARED_DATASETS); "
@@ -72,15 +67,6 @@ def available_part(source: DatasetSource) -> DatasetSource:
                                fixed_test_tail_rows=source.fixed_test_tail_rows if complete else 0)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[DataServer]:
-    assert SHARED is not None
-    with pytest.MonkeyPatch.context() as patch:
-        bypass_proxies(patch)
-        with DataServer(SHARED, max_lifetime=300) as srv:
-            yield srv
-
-
 def fetch_and_parse(source: DatasetSource, raw: Path, server: DataServer) -> tuple[list[Path], object]:
     paths = fetch_source(source, raw, FetchOptions(mirror=server.url, retries=0, timeout_seconds=30, progress=False))
     return paths, parse_source(source, raw)
@@ -109,9 +95,10 @@ def test_registry_checksums_accept_the_shared_copies() -> None:
 
 
 @pytest.mark.parametrize("name", shared_entries())
-def test_real_files_fetch_and_parse_to_expected_shape(name: str, server: DataServer, tmp_path: Path) -> None:
+def test_real_files_fetch_and_parse_to_expected_shape(name: str, shared_data_server: DataServer,
+                                                      tmp_path: Path) -> None:
     source = available_part(get_source(name))
-    paths, table = fetch_and_parse(source, tmp_path, server)
+    paths, table = fetch_and_parse(source, tmp_path, shared_data_server)
     assert sorted(p.name for p in paths) == sorted(f.name for f in source.files)
     assert_manifest_matches_sums(source, tmp_path)
     expected_rows, features = source.expected.rows, source.expected.features
@@ -134,7 +121,7 @@ def assert_no_feature_is_the_target(table) -> None:
         assert not np.array_equal(pd.factorize(frame[name])[0], target_codes), f"feature {name!r} copies the target"
 
 
-def test_bank_sample_parses_with_bank_full_options(server: DataServer, tmp_path: Path) -> None:
+def test_bank_sample_parses_with_bank_full_options(shared_data_server: DataServer, tmp_path: Path) -> None:
     bank = get_source("bank_marketing")
     files = tuple(
         RemoteFile(name=Path(path).name, url=None, mirror_path=path, sha256=SUMS[path],
@@ -142,7 +129,7 @@ def test_bank_sample_parses_with_bank_full_options(server: DataServer, tmp_path:
         for path, rows in BANK_SAMPLE.items()
     )
     sample = dataclasses.replace(bank, files=files, expected=Expected(4521, bank.expected.features))
-    _, table = fetch_and_parse(sample, tmp_path, server)
+    _, table = fetch_and_parse(sample, tmp_path, shared_data_server)
     assert_manifest_matches_sums(sample, tmp_path)
     assert table.frame.shape == (4521, 17)  # type: ignore[attr-defined]
     assert table.schema.target_column.levels == ["no", "yes"]  # type: ignore[attr-defined]

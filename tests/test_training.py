@@ -9,29 +9,20 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import tiny_profile
+from conftest import write_params as write_profile
+
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
 from tabrepro.training import run_config_job, run_job, select_config
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    raw["seed"] = seed
-    raw["paths"] = {"data": str(tmp_path / "data"), "results": str(tmp_path / "results")}
-    raw["profiles"]["tiny"] = {
-        "description": "unit test", "max_configs": 2, "folds": [0],
-        "papers": {"npt": {"datasets": ["breast_cancer"], "models": ["npt", "knn"]},
-                   "bishop": {"datasets": [], "models": []}},
-        "model_overrides": {"npt": {"max_configs": 2, "params": {
-            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 3}}},
-    }
-    raw["profile"] = "tiny"
-    path = tmp_path / name
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return path
+    """Profile `tiny`: a tiny NPT (two variants) and k-NN on breast cancer, fold 0."""
+    profile = tiny_profile(["npt", "knn"], max_configs=2, model_overrides={"npt": {"max_configs": 2, "params": {
+        "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
+        "checkpoint_every_steps": 3}}})
+    return write_profile(tmp_path, profile, mutate=lambda raw: raw.update(seed=seed), filename=name)
 
 
 @pytest.fixture(scope="module")

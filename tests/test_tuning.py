@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
-import yaml
+from conftest import repo_raw_params
 
 from tabrepro.tuning import (
     SearchSpaceError,
@@ -16,8 +15,6 @@ from tabrepro.tuning import (
     space_size,
     variant_names,
 )
-
-PARAMS_YAML = Path(__file__).resolve().parents[1] / "params.yaml"
 
 GRID = {
     "n_estimators": {"choice": [50, 100]},
@@ -130,7 +127,7 @@ def test_bad_arguments() -> None:
 
 
 def test_every_search_space_in_params_yaml_parses() -> None:
-    spaces = yaml.safe_load(PARAMS_YAML.read_text())["search_spaces"]
+    spaces = repo_raw_params()["search_spaces"]
     checked = 0
     for family in spaces.values():
         for model, entry in family.items():

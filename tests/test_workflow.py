@@ -3,56 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-SHARED_DATASETS = Path(os.environ.get("TABREPRO_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+from conftest import SHARED_DATASETS, copy_workflow, repo_raw_params, snakemake, tiny_profile
 
 
-def copy_workflow(dest: Path, mutate=None) -> Path:
-    """A copy of the workflow (Snakefile, rules, schema, params.yaml) in a scratch directory."""
-    shutil.copy(REPO / "Snakefile", dest / "Snakefile")
-    shutil.copytree(REPO / "workflow", dest / "workflow", ignore=shutil.ignore_patterns("profiles"))
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    if mutate:
-        mutate(raw)
-    (dest / "params.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
-    return dest
-
-
-def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SNAKEMAKE), "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout)
-
-
-def tiny_profile(raw: dict, datasets: list[str]) -> None:
-    raw["profiles"]["tiny"] = {
-        "description": "end-to-end test",
-        "max_configs": 2,
-        "folds": [0, 1],
-        "papers": {"npt": {"datasets": datasets, "models": ["knn", "random_forest", "npt"]},
-                   "bishop": {"datasets": ["breast_cancer"], "models": ["bishop"]}},
-        # Two NPT variants exercise the per-configuration jobs and the selection on validation;
-        # a tiny BiSHop its protocol (selection, then the winner retrained with 3 seeds).
-        "model_overrides": {
+def end_to_end_profile(raw: dict, datasets: list[str]) -> None:
+    # Two NPT variants exercise the per-configuration jobs and the selection on validation;
+    # a tiny BiSHop its protocol (selection, then the winner retrained with 3 seeds).
+    raw["profiles"]["tiny"] = tiny_profile(
+        ["knn", "random_forest", "npt"], datasets, bishop={"datasets": ["breast_cancer"], "models": ["bishop"]},
+        description="end-to-end test", max_configs=2, folds=[0, 1], model_overrides={
             "npt": {"max_configs": 2, "params": {
                 "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
                 "checkpoint_every_steps": 3}},
             "bishop": {"max_configs": 2, "params": {
                 "embed_dim": 8, "patch_size": 4, "n_decoded": 4, "d_model": 16, "n_heads": 2, "ffn_dim": 16,
                 "n_pooling": 5, "n_levels": 2, "merge_factor": 2, "max_epochs": 2, "checkpoint_every_epochs": 1}},
-        },
-    }
+        })
     raw["profile"] = "tiny"
     # BiSHop's datasets all need downloads: the test gives its paper the embedded breast cancer set.
     raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {
@@ -67,10 +37,10 @@ def tiny_profile(raw: dict, datasets: list[str]) -> None:
 def test_workflow_end_to_end_on_tiny_data(tmp_path):
     datasets = ["breast_cancer"]
     env = {}
-    if (SHARED_DATASETS / "boston" / "housing.data").is_file():
+    if SHARED_DATASETS is not None and (SHARED_DATASETS / "boston" / "housing.data").is_file():
         datasets.append("boston")  # exercises the fetch rule through a directory mirror
         env["TABREPRO_DATA_MIRROR"] = str(SHARED_DATASETS)
-    work = copy_workflow(tmp_path, lambda raw: tiny_profile(raw, datasets))
+    work = copy_workflow(tmp_path, lambda raw: end_to_end_profile(raw, datasets))
 
     run = snakemake(work, "all", env=env)
     assert run.returncode == 0, run.stderr[-4000:]
@@ -129,7 +99,7 @@ def test_paper_profile_dry_run_lists_every_job_quickly(tmp_path):
     elapsed = time.perf_counter() - started
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw = repo_raw_params()
     for paper in ("npt", "bishop"):
         for dataset in raw["papers"][paper]["datasets"]:
             assert f"results/{paper}/{dataset}/" in out, f"no job for {paper}/{dataset}"
