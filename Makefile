@@ -19,7 +19,7 @@ LOCK_TOOLS := $(VENV)/lock-tools
 # Everything above this line of requirements.lock is ours and kept by `make lock`.
 LOCK_MARK  := \# ==== pip-compile output below (make lock) ====
 
-.PHONY: run test venv lock dryrun-paper clean-results help repro dvc-pull
+.PHONY: run test lint venv lock dryrun-paper clean-results help repro dvc-pull
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -60,8 +60,19 @@ lock:  ## regenerate requirements.lock from pyproject.toml (UPGRADE=1 to re-reso
 run: $(STAMP)  ## main job: the selected profile (default quick: breast cancer, all models, 10 folds)
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds all
 
-test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data
+test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data, then `make lint`
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory lint
+
+# ruff (pyproject's [tool.ruff]: lint rules and formatting) over the Python sources and tests;
+# snakefmt and `snakemake --lint` over the workflow (tests/snakemake_lint.py lists the lints the
+# workflow keeps on purpose, with the reason). `ruff format src tests` and `snakefmt Snakefile
+# workflow/` apply the formatting.
+lint: $(STAMP)  ## ruff check + format check, snakefmt --check, snakemake --lint
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/snakefmt --check Snakefile workflow/
+	$(BIN)/python tests/snakemake_lint.py
 
 dryrun-paper: $(STAMP)  ## list every job of both papers (no data needed)
 	$(BIN)/snakemake all -n --quiet rules --config profile=paper

@@ -12,8 +12,12 @@ from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
+
 configfile: "params.yaml"
+
+
 validate(config, "workflow/schemas/params.schema.yaml")
+
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"

@@ -7,8 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tabrepro import layout as layout_module
 from tabrepro.config import Job, Params
 from tabrepro.layout import PathPattern, RunLayout
@@ -49,6 +49,7 @@ EXPECTED = {
     "sparsity_curves_csv": "{results}/feature_sparsity/{paper}/curves.csv",
     "sparsity_summary": "{results}/feature_sparsity/{paper}/summary.json",
     "fetch_log": "{logs}/fetch/{source}.log",
+    "availability_log": "{logs}/availability.log",
     "prepare_log": "{logs}/prepare/{source}.log",
     "split_log": "{logs}/split/{paper}/{dataset}.log",
     "train_log": "{logs}/train/{paper}/{dataset}/{model}/fold{fold}.log",
@@ -77,7 +78,8 @@ def test_patterns_are_rooted_and_keep_snakemake_wildcards(repo_params):
     assert layout.scorecard_log == f"{REPO}/logs/scorecard.log" and layout.scorecard_log.wildcards == ()
     # As the workflow loads it (params.yaml in the working directory): the historical spelling.
     assert Params(repo_params.raw, source="params.yaml").layout.train_log == (
-        "logs/train/{paper}/{dataset}/{model}/fold{fold}.log")
+        "logs/train/{paper}/{dataset}/{model}/fold{fold}.log"
+    )
     # Roots are spelt one way, and braces in a root are not taken for wildcards.
     odd = RunLayout(Path("./runs/{x}/"), Path("/tmp/r/"), Path("logs"))
     assert odd.processed_table == "runs/{{x}}/processed/{source}/table.parquet"
@@ -127,8 +129,11 @@ def test_modules_that_name_files_agree_with_the_layout():
     assert (table.TABLE_FILE, table.SCHEMA_FILE) == (layout_module.TABLE_FILE, layout_module.SCHEMA_FILE)
     assert splits.MANIFEST_FILE == layout_module.SPLIT_MANIFEST_FILE
     assert splits.fold_path(Path("d"), 7) == RunLayout(Path("x"), Path("r"), Path("l")).split_fold.path(
-        paper="p", dataset="d", fold=7).relative_to("x/splits/p")
+        paper="p", dataset="d", fold=7
+    ).relative_to("x/splits/p")
     layout = RunLayout(Path("x"), Path("r"), Path("l"))
     assert layout.report_index.path().name == html.INDEX
-    assert tuple(p.path().name for p in (layout.scorecard_markdown, layout.scorecard_csv,
-                                          layout.scorecard_summary)) == scorecard.FILES
+    assert (
+        tuple(p.path().name for p in (layout.scorecard_markdown, layout.scorecard_csv, layout.scorecard_summary))
+        == scorecard.FILES
+    )

@@ -69,7 +69,7 @@ class _Entry:
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, layout: "RunLayout | None", owner: type) -> Any:
+    def __get__(self, layout: RunLayout | None, owner: type) -> Any:
         if layout is None:
             return self
         root = str(getattr(layout, self.root)).replace("{", "{{").replace("}", "}}")
@@ -108,7 +108,8 @@ class RunLayout:
     config_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}/config{config}")
     config_result = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{RESULT_FILE}")
     config_predictions = _Entry(
-        "results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{PREDICTIONS_FILE}")
+        "results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{PREDICTIONS_FILE}"
+    )
     config_weights = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{WEIGHTS_FILE}")
     tables_dir = _Entry("results", "tables/{paper}")
     table = _Entry("results", "tables/{paper}/{table}.{ext}")
@@ -129,6 +130,7 @@ class RunLayout:
 
     # -- logs: one per workflow job -------------------------------------------------------------
     fetch_log = _Entry("logs", "fetch/{source}.log")
+    availability_log = _Entry("logs", "availability.log")
     prepare_log = _Entry("logs", "prepare/{source}.log")
     split_log = _Entry("logs", "split/{paper}/{dataset}.log")
     train_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}.log")
@@ -145,5 +147,6 @@ class RunLayout:
     @classmethod
     def entries(cls) -> dict[str, str]:
         """Every entry's name and template (relative to its root), in the order defined above."""
-        return {name: f"{{{entry.root}}}/{entry.template}" for name, entry in vars(cls).items()
-                if isinstance(entry, _Entry)}
+        return {
+            name: f"{{{entry.root}}}/{entry.template}" for name, entry in vars(cls).items() if isinstance(entry, _Entry)
+        }

@@ -1,4 +1,5 @@
-# Shared helpers for the rules: the validated parameters and the input functions.
+# Shared helpers for the rules: the validated parameters, the run's layout and every input function
+# (the rule files hold rules only).
 import hashlib
 import os
 import re
@@ -8,7 +9,10 @@ import sys
 import yaml
 from snakemake.exceptions import WorkflowError
 
+from tabrepro.analysis.runner import active_settings, lookup_input_files
+from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 from tabrepro.config import Job, Params, ParamsError
+from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
 
 PARAMS_FILE = "params.yaml"
@@ -56,8 +60,9 @@ def fetch_statuses(wildcards=None):
 
 # The checkpoint `availability` (data.smk) runs once every fetch has been tried; its file name
 # carries a digest of the source list, so a profile asking for other datasets gets a fresh one.
-AVAILABILITY = str(LAYOUT.availability.path(
-    digest=hashlib.sha256(" ".join(downloaded_sources()).encode()).hexdigest()[:12]))
+AVAILABILITY = str(
+    LAYOUT.availability.path(digest=hashlib.sha256(" ".join(downloaded_sources()).encode()).hexdigest()[:12])
+)
 
 
 def fetch_status(source):
@@ -91,8 +96,10 @@ def embedded_or_raw(source):
         return []
     status = fetch_status(source)
     if not status.ok:
-        raise WorkflowError(f"dataset {source!r} could not be obtained: {status.error} "
-                            f"(delete {LAYOUT.fetch_status.path(source=source)} to try again)")
+        raise WorkflowError(
+            f"dataset {source!r} could not be obtained: {status.error} "
+            f"(delete {LAYOUT.fetch_status.path(source=source)} to try again)"
+        )
     return [str(LAYOUT.fetch_status.path(source=source))]
 
 
@@ -118,7 +125,9 @@ def all_results(wildcards=None):
 def all_tables():
     tables = []
     for paper in SELECTED_PAPERS:
-        tables.extend(str(LAYOUT.table.path(paper=paper, table=name, ext="md")) for name in PARAMS.paper(paper)["tables"])
+        tables.extend(
+            str(LAYOUT.table.path(paper=paper, table=name, ext="md")) for name in PARAMS.paper(paper)["tables"]
+        )
     return tables
 
 
@@ -147,3 +156,74 @@ def config_results(wildcards):
 def retrains(wildcards):
     """Does the selection job retrain the chosen configuration (protocol `repeats` > 1)?"""
     return PARAMS.repeats(wildcards.paper, wildcards.dataset) > 1
+
+
+# ------------------------------------------------------------------------ NPT's analysis experiments
+ANALYSIS = active_settings(PARAMS)
+ANALYSIS_PAPER = (ANALYSIS or active_settings(PARAMS, required=True)).paper
+
+
+def analysis_targets(wildcards=None):
+    """Every analysis result file of the active profile whose dataset could be obtained."""
+    from tabrepro.analysis.runner import plan_fold_jobs, result_path
+    from tabrepro.analysis.settings import SYNTHETIC
+
+    if ANALYSIS is None:
+        return []
+    targets = [
+        str(result_path(PARAMS, experiment, dataset, fold))
+        for experiment, dataset, fold in plan_fold_jobs(PARAMS, ANALYSIS)
+        if obtainable(ANALYSIS_PAPER, dataset)
+    ]
+    lookup = ANALYSIS.lookup.dataset
+    if "lookup" in ANALYSIS.experiments and (lookup == SYNTHETIC or obtainable(ANALYSIS_PAPER, lookup)):
+        targets.append(str(result_path(PARAMS, "lookup", lookup)))
+    return targets
+
+
+def analysis_digest(wildcards):
+    """Reruns an experiment when its settings (or the root seed) change."""
+    settings = ANALYSIS or active_settings(PARAMS, required=True)
+    experiment = getattr(wildcards, "experiment", "lookup")
+    return experiment_digest(settings, experiment, PARAMS.seed)
+
+
+def trained_npt(wildcards):
+    job = Job(ANALYSIS_PAPER, wildcards.dataset, "npt", int(wildcards.fold))
+    source = PARAMS.source_of(ANALYSIS_PAPER, wildcards.dataset)
+    return {
+        "metrics": str(LAYOUT.job_metrics.path(job)),
+        "weights": str(LAYOUT.job_weights.path(job)),
+        "table": str(LAYOUT.processed_table.path(source=source)),
+        "splits": str(LAYOUT.split_manifest.path(paper=ANALYSIS_PAPER, dataset=wildcards.dataset)),
+    }
+
+
+# ------------------------------------------------------------------------ feature-sparsity curves
+SPARSITY = sparsity_settings(PARAMS)
+SPARSITY_JOBS = plan_jobs(PARAMS, SPARSITY)
+
+
+def sparsity_targets():
+    """The averaged curves of the active profile (empty if it runs none)."""
+    if SPARSITY is None:
+        return []
+    return [
+        str(LAYOUT.sparsity_curves_png.path(paper=SPARSITY.paper)),
+        str(LAYOUT.sparsity_curves_csv.path(paper=SPARSITY.paper)),
+    ]
+
+
+def sparsity_main_run(wildcards):
+    job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
+    source = PARAMS.source_of(job.paper, job.dataset)
+    return {
+        "metrics": str(LAYOUT.job_metrics.path(job)),
+        "table": str(LAYOUT.processed_table.path(source=source)),
+        "splits": str(LAYOUT.split_manifest.path(paper=job.paper, dataset=job.dataset)),
+    }
+
+
+def sparsity_results(wildcards=None):
+    """The curve jobs whose dataset could be obtained (a partial run plots what it has)."""
+    return [str(LAYOUT.sparsity_result.path(job)) for job in SPARSITY_JOBS if obtainable(job.paper, job.dataset)]

@@ -20,8 +20,10 @@ checkpoint availability:
         fetch_statuses,
     output:
         AVAILABILITY,
+    log:
+        LAYOUT.availability_log,
     shell:
-        "printf '%s\\n' {input} > {output}"
+        "printf '%s\\n' {input} > {output} 2> {log}"
 
 
 rule prepare:
@@ -41,9 +43,9 @@ rule split:
         processed_table,
     output:
         LAYOUT.split_manifest,
-    params:
-        digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     log:
         LAYOUT.split_log,
+    params:
+        digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     shell:
         "{CLI} split {wildcards.paper} {wildcards.dataset} > {log} 2>&1"

@@ -12,9 +12,9 @@ rule report_html:
         sparsity=sparsity_targets(),
     output:
         LAYOUT.report_index,
-    params:
-        outdir=str(LAYOUT.report_dir),
     log:
         LAYOUT.report_log,
+    params:
+        outdir=str(LAYOUT.report_dir),
     shell:
         "{CLI} report --output-dir {params.outdir} > {log} 2>&1"

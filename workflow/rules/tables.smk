@@ -14,9 +14,9 @@ for _paper in SELECTED_PAPERS:
                 table=list(PARAMS.paper(_paper)["tables"]),
                 ext=["md", "tex", "csv"],
             ),
-        params:
-            paper=_paper,
         log:
             str(LAYOUT.tables_log.path(paper=_paper)),
+        params:
+            paper=_paper,
         shell:
             "{CLI} tables {params.paper} > {log} 2>&1"

@@ -10,9 +10,6 @@ rule train:
         splits=LAYOUT.split_manifest,
     output:
         LAYOUT.job_metrics,
-    params:
-        # Reruns the job when any parameter its result depends on changes (and only then).
-        digest=job_digest,
     log:
         LAYOUT.train_log,
     wildcard_constraints:
@@ -23,6 +20,9 @@ rule train:
         mem_mb=lambda wildcards, attempt: 4000 * attempt,
         runtime=lambda wildcards, attempt: 240 * attempt,
         gpu=gpus,
+    params:
+        # Reruns the job when any parameter its result depends on changes (and only then).
+        digest=job_digest,
     shell:
         "{CLI} train {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
         " --threads {threads} --output {output} > {log} 2>&1"
@@ -36,9 +36,6 @@ rule train_config:
         result=LAYOUT.config_result,
         predictions=LAYOUT.config_predictions,
         weights=LAYOUT.config_weights,
-    params:
-        digest=job_digest,
-        out_dir=lambda wildcards, output: os.path.dirname(output.result),
     log:
         LAYOUT.config_log,
     wildcard_constraints:
@@ -50,6 +47,9 @@ rule train_config:
         mem_mb=lambda wildcards, attempt: 8000 * attempt,
         runtime=lambda wildcards, attempt: 720 * attempt,
         gpu=gpus,
+    params:
+        digest=job_digest,
+        out_dir=lambda wildcards, output: os.path.dirname(output.result),
     shell:
         # Snakemake clears the log before each attempt; a resumed attempt logs "resumed from step N".
         "{CLI} train-config {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
@@ -62,8 +62,6 @@ rule select_config:
     output:
         metrics=LAYOUT.job_metrics,
         weights=LAYOUT.job_weights,
-    params:
-        digest=job_digest,
     log:
         LAYOUT.select_log,
     wildcard_constraints:
@@ -75,6 +73,8 @@ rule select_config:
         mem_mb=lambda wildcards, attempt: (8000 if retrains(wildcards) else 2000) * attempt,
         runtime=lambda wildcards, attempt: (720 if retrains(wildcards) else 30) * attempt,
         gpu=lambda wildcards: gpus(wildcards) if retrains(wildcards) else 0,
+    params:
+        digest=job_digest,
     shell:
         "{CLI} select {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
         " --threads {threads} --output {output.metrics} >> {log} 2>&1"

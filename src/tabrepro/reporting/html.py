@@ -660,7 +660,7 @@ def _deletion_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> 
               "Wilcoxon signed-rank tests over test rows (paper, Protein: kept vs random p ≈ 8.77e-130).")
     rows = []
     pooled: dict[str, dict[str, list[float]]] = {}
-    for path, payload in sorted(entries, key=lambda e: (e[1]["dataset"], e[1].get("fold") or 0)):
+    for _path, payload in sorted(entries, key=lambda e: (e[1]["dataset"], e[1].get("fold") or 0)):
         usable = [r for r in payload["runs"] if r["deleted"] and r["kept"]]
         store = pooled.setdefault(payload["dataset"], {"kept": [], "deleted": [], "random": []})
         for key in store:
