@@ -92,7 +92,8 @@ def test_schema_errors_name_the_key(mutate, expected):
 @pytest.mark.parametrize("mutate, expected", [
     (lambda r: r.update(profile="fast"), r"unknown profile 'fast'"),
     (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(datasets=["breast_canser"]),
-     r"profiles\.quick\.papers\.npt\.datasets\[0\]: unknown dataset 'breast_canser'.*did you mean 'breast_cancer'"),
+     r"profiles\.quick\.papers\.npt\.datasets\[0\]: unknown dataset 'breast_canser'"
+     r".*did you mean 'breast_cancer'"),
     (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(models=["xgbost"]),
      r"unknown model 'xgbost'.*did you mean 'xgboost'"),
     (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(source="bostn"),
@@ -196,9 +197,11 @@ def _rename(mapping: dict, old: str, new: str) -> None:
      r"at search_spaces\.baselines\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
      r"for model 'gradient_boosting'; did you mean 'max_depth'\?"),
     (lambda r: _rename(r["search_spaces"]["bishop_i"]["xgboost"]["params"], "max_depth", "max_dept"),
-     r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: unknown hyperparameter 'max_dept' for model 'xgboost'"),
+     r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: "
+     r"unknown hyperparameter 'max_dept' for model 'xgboost'"),
     (lambda r: r["search_spaces"]["baselines"]["gradient_boosting"]["params"].update(max_depth={"choice": [3, "five"]}),
-     r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' \(takes an int >= 1"),
+     r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' "
+     r"\(takes an int >= 1"),
     (lambda r: r["search_spaces"]["bishop_i"]["xgboost"]["params"].update(subsample={"uniform": [0.5, 1.5]}),
      r"bishop_i\.xgboost\.params\.subsample\.uniform: uniform range \[0\.5, 1\.5\] reaches values"),
     (lambda r: r["search_spaces"]["baselines"]["random_forest"]["params"].update(
