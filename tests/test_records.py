@@ -94,3 +94,19 @@ def test_snapshot_refuses_a_run_without_scorecard(tmp_path):
 def test_record_check_through_the_cli(capsys):
     assert main(["record", "--check", "--readme", str(REPO / "README.md")]) == 0
     assert "current" in capsys.readouterr().out
+
+
+def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, capsys):
+    """The CLI's --check covers the audit too: a record whose differing cell has no cause is exit 2."""
+    import shutil
+
+    shutil.copytree(REPO / "docs" / "records" / "quick", tmp_path / "docs" / "records" / "quick")
+    shutil.copy(REPO / "docs" / "reproduction.md", tmp_path / "docs" / "reproduction.md")
+    audit = (REPO / "docs" / "audit.yaml").read_text()
+    (tmp_path / "docs" / "audit.yaml").write_text(audit.replace("model: tabnet, metric: nll", "model: knn, metric: nll"))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{README_BEGIN}\n{README_END}\n")
+    assert main(["record", "--readme", str(readme)]) == 0
+    assert main(["record", "--check", "--readme", str(readme)]) == 2
+    err = capsys.readouterr().err
+    assert "npt/table9/breast_cancer/tabnet/nll differs" in err and "cells[1]" in err

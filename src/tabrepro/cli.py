@@ -18,8 +18,9 @@
     tabrepro sparsity PAPER DATASET MODEL --fold K   one feature-sparsity curve job (BiSHop Fig. 4.1)
     tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves: CSV, PNG, summary
     tabrepro report [--output-dir DIR]           the static HTML report of the whole run
-    tabrepro record NAME [--wall-time S]         copy the run into docs/records/NAME; update README
-    tabrepro record --check                      is the README's records block current?
+    tabrepro record [NAME] [--wall-time S]       copy the run into docs/records/NAME; regenerate the
+                                                 README's records block and docs/reproduction.md's table
+    tabrepro record --check                      are both current, and has every differing cell a cause?
 
 Errors in inputs (params.yaml, dataset and model names, downloads, missing prepared data, a
 configuration a library refuses, files that cannot be read or written) end the command with one
@@ -263,19 +264,28 @@ def cmd_tables(args: argparse.Namespace) -> None:
 
 
 def cmd_record(args: argparse.Namespace) -> None:
-    from tabrepro.reporting.records import snapshot, update_readme
+    """Snapshot a run (with NAME), then regenerate the README's records block and the audit table."""
+    from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
+    from tabrepro.reporting.records import RECORDS_DIR, snapshot, update_readme
 
+    root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
+    audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
-        if not update_readme(args.readme, check=True):
-            raise InputError(f"{args.readme}: the records block is stale; run `tabrepro record --readme "
-                             f"{args.readme}` with a record name, or regenerate it")
-        print(f"{args.readme}: records block is current")
+        problems = update_audit(**audit, check=True)
+        if not update_readme(args.readme, audit["records_dir"], check=True):
+            problems.insert(0, f"{args.readme}: the records block is stale; run `tabrepro record` to regenerate it")
+        if problems:
+            raise InputError("record --check: " + "; ".join(problems))
+        print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
         return
-    if not args.name:
-        raise InputError("record: give a NAME (or --check)")
-    target = snapshot(_params(args), args.name, workflow_wall_time_s=args.wall_time)
-    update_readme(args.readme)
-    print(f"{target}: recorded; {args.readme} updated")
+    if args.name:
+        target = snapshot(_params(args), args.name, records_dir=audit["records_dir"],
+                          workflow_wall_time_s=args.wall_time)
+        print(f"{target}: recorded")
+    update_readme(args.readme, audit["records_dir"])
+    for problem in update_audit(**audit):
+        print(f"tabrepro record: warning: {problem}", file=sys.stderr)
+    print(f"{args.readme} and {audit['doc']} regenerated from the records")
 
 
 def cmd_scorecard(args: argparse.Namespace) -> None:
@@ -431,11 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
     p = add("record", cmd_record, "copy the profile's run outputs (metrics.json with provenance, fetch "
-            "records, tables, scorecard) into docs/records/NAME and regenerate the README's records block")
-    p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit with --check")
+            "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
+            "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)")
+    p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit to only regenerate the docs")
     p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
     p.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default: README.md)")
-    p.add_argument("--check", action="store_true", help="only check that the README's records block is current")
+    p.add_argument("--check", action="store_true", help="only check that both are current and that every differing cell of every record has a cause")
     p = add("scorecard", cmd_scorecard, "judge every table cell of the profile against the paper's value "
             "(consistent / differs / undetermined / not run, with the reason)")
     p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")

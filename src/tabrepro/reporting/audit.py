@@ -223,8 +223,8 @@ def update_audit(doc: Path = AUDIT_DOC, audit_file: Path = AUDIT_FILE, records_d
     problems = check_coverage(audit, records, fresh)
     if fresh != text:
         if check:
-            problems.append(f"{doc}: the audit block is stale; run `tabrepro record --check` after regenerating "
-                            f"it with `tabrepro record --audit-only`")
+            problems.append(f"{doc}: the audit block is stale; regenerate it with `tabrepro record` "
+                            f"(no name: only the docs)")
         else:
             atomic_write_bytes(doc, fresh.encode())
     return problems
