@@ -33,8 +33,9 @@ class Fault:
 class DataServer:
     """Serve `root` and `files` at http://127.0.0.1:<port>/; use as a context manager."""
 
-    def __init__(self, root: Path | None = None, *, files: dict[str, bytes] | None = None,
-                 max_lifetime: float = 120.0) -> None:
+    def __init__(
+        self, root: Path | None = None, *, files: dict[str, bytes] | None = None, max_lifetime: float = 120.0
+    ) -> None:
         self.root = Path(root).resolve() if root is not None else None
         self.files: dict[str, bytes] = {self._key(k): v for k, v in (files or {}).items()}
         self.faults: dict[str, Fault] = {}
@@ -42,15 +43,14 @@ class DataServer:
         self._lock = threading.Lock()
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._timer = threading.Timer(max_lifetime, self.stop)
         self._timer.daemon = True
         self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def __enter__(self) -> "DataServer":
+    def __enter__(self) -> DataServer:
         self.start()
         return self
 
@@ -191,7 +191,7 @@ class DataServer:
         handler.wfile.write(body)
 
 
-def bypass_proxies(monkeypatch: "object") -> None:
+def bypass_proxies(monkeypatch: object) -> None:
     """Make urllib talk to 127.0.0.1 directly even when a proxy is configured in the environment."""
     for name in ("no_proxy", "NO_PROXY"):
         monkeypatch.setenv(name, "127.0.0.1,localhost")  # type: ignore[attr-defined]

@@ -63,16 +63,19 @@ def ensure_installed(timeout: float = 300) -> float:
         return 0.0
     started = time.monotonic()
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends",
-               "-o", "DPkg::Lock::Timeout=120", *PACKAGES]
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=120", *PACKAGES]
     run = subprocess.run(install, env=env, capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:  # stale package lists: refresh once and retry
-        subprocess.run(["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=120"], env=env,
-                       capture_output=True, text=True, timeout=timeout)
+        subprocess.run(
+            ["apt-get", "update", "-q", "-o", "DPkg::Lock::Timeout=120"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         run = subprocess.run(install, env=env, capture_output=True, text=True, timeout=timeout)
     if run.returncode != 0:
-        raise RuntimeError(f"apt-get install {' '.join(PACKAGES)} failed:\n"
-                           f"{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+        raise RuntimeError(f"apt-get install {' '.join(PACKAGES)} failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
     missing = [name for name in DAEMONS + CLIENTS if not _which(name)]
     if missing:
         raise RuntimeError(f"installed {PACKAGES} but these programs are still missing: {missing}")
@@ -136,7 +139,7 @@ class SlurmCluster:
         self.start_seconds = 0.0
 
     # ------------------------------------------------------------------------------ lifecycle
-    def __enter__(self) -> "SlurmCluster":
+    def __enter__(self) -> SlurmCluster:
         try:
             self.start()
         except BaseException:
@@ -163,15 +166,18 @@ class SlurmCluster:
         for sub in ("bin", "etc", "log", "state", "spool", "run", "dev"):
             (self.root / sub).mkdir(exist_ok=True)
         srun = self.root / "bin" / "srun"
-        srun.write_text(f"#!/bin/sh\nSLURM_CONF={self.conf}\nexport SLURM_CONF\nexec {_which('srun')} \"$@\"\n")
+        srun.write_text(f'#!/bin/sh\nSLURM_CONF={self.conf}\nexport SLURM_CONF\nexec {_which("srun")} "$@"\n')
         srun.chmod(0o755)
         self._start_munge(timeout)
         self._write_config()
         self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf)])
         self._wait(lambda: "UP" in self._try(["scontrol", "ping"]), timeout, "slurmctld to answer")
         self._spawn("slurmd", [_which("slurmd"), "-D", "-f", str(self.conf), "-N", self.node])
-        self._wait(lambda: self._try(["sinfo", "-h", "-N", "-p", "cpu", "-o", "%T"]).strip() == "idle",
-                   timeout, "the node to become idle")
+        self._wait(
+            lambda: self._try(["sinfo", "-h", "-N", "-p", "cpu", "-o", "%T"]).strip() == "idle",
+            timeout,
+            "the node to become idle",
+        )
         self.start_seconds = time.monotonic() - started
 
     def stop(self) -> None:
@@ -181,8 +187,10 @@ class SlurmCluster:
             if ids:
                 self._try(["scancel", *ids])
                 deadline = time.monotonic() + 20
-                while time.monotonic() < deadline and self._try(
-                        ["squeue", "-h", "-o", "%i", "-t", "PENDING,RUNNING,SUSPENDED,COMPLETING"]).split():
+                while (
+                    time.monotonic() < deadline
+                    and self._try(["squeue", "-h", "-o", "%i", "-t", "PENDING,RUNNING,SUSPENDED,COMPLETING"]).split()
+                ):
                     time.sleep(0.5)
         for name in reversed(list(self.processes)):
             proc = self.processes.pop(name)
@@ -204,9 +212,14 @@ class SlurmCluster:
         # In the foreground (-D, --foreground) the daemons log to stderr: one file per daemon.
         log = open(self.root / "log" / f"{name}.log", "wb")
         try:
-            self.processes[name] = subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL,
-                                                    stdout=log, stderr=subprocess.STDOUT,
-                                                    env=self.env(), **kwargs)
+            self.processes[name] = subprocess.Popen(
+                [str(a) for a in argv],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env(),
+                **kwargs,
+            )
         finally:
             log.close()
 
@@ -223,16 +236,33 @@ class SlurmCluster:
         for path in (munge, key, sockets):
             os.chown(path, uid, gid)
         self.munge_socket = sockets / "munge.socket"
-        self._spawn("munged", [_which("munged"), "--foreground", "--key-file", key,
-                               "--socket", self.munge_socket, "--pid-file", munge / "munged.pid",
-                               "--log-file", munge / "munged.log", "--seed-file", munge / "munged.seed",
-                               "--num-threads", "2"],
-                    user=uid, group=gid, extra_groups=[], cwd=munge)
+        self._spawn(
+            "munged",
+            [
+                _which("munged"),
+                "--foreground",
+                "--key-file",
+                key,
+                "--socket",
+                self.munge_socket,
+                "--pid-file",
+                munge / "munged.pid",
+                "--log-file",
+                munge / "munged.log",
+                "--seed-file",
+                munge / "munged.seed",
+                "--num-threads",
+                "2",
+            ],
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            cwd=munge,
+        )
         self._wait(self.munge_socket.exists, timeout, "munged's socket")
 
     def _write_config(self) -> None:
-        probe = subprocess.run([_which("slurmd"), "-C"], capture_output=True, text=True, timeout=30,
-                               env=self.env())
+        probe = subprocess.run([_which("slurmd"), "-C"], capture_output=True, text=True, timeout=30, env=self.env())
         node_line = next(text for text in probe.stdout.splitlines() if text.startswith("NodeName="))
         fields = dict(token.split("=", 1) for token in node_line.split())
         self.node = fields.pop("NodeName")
@@ -244,43 +274,47 @@ class SlurmCluster:
             gpu.symlink_to("/dev/null")  # a gres device must exist and must not be a regular file
         (self.root / "etc" / "gres.conf").write_text(f"NodeName={self.node} Name=gpu File={gpu}\n")
         r = self.root
-        self.conf.write_text("\n".join([
-            "ClusterName=tabrepro-test",
-            f"SlurmctldHost={host}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
-            "SlurmUser=root",
-            "SlurmdUser=root",
-            "AuthType=auth/munge",
-            "CredType=cred/munge",
-            # cred_expire: a requeued job may start again this many seconds after it stopped (120)
-            f"AuthInfo=socket={self.munge_socket},cred_expire=10",
-            f"StateSaveLocation={r / 'state'}",
-            f"SlurmdSpoolDir={r / 'spool'}",
-            f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}",
-            f"SlurmdPidFile={r / 'run' / 'slurmd.pid'}",
-            "SlurmctldDebug=info",
-            "SlurmdDebug=info",
-            "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/affinity",  # task/none breaks the plugin's `srun --cpu-bind=q`
-            "SelectType=select/cons_tres",
-            "SelectTypeParameters=CR_Core_Memory",
-            "DefMemPerCPU=1000",
-            "EnforcePartLimits=ALL",  # an impossible request fails at sbatch instead of pending forever
-            "MinJobAge=600",  # finished jobs stay visible to squeue (the profile's status command)
-            "ReturnToService=2",
-            "SlurmdParameters=config_overrides",
-            "KillWait=5",
-            "MailProg=/bin/true",
-            "GresTypes=gpu",
-            "AccountingStorageType=accounting_storage/none",
-            "JobAcctGatherType=jobacct_gather/none",
-            "JobCompType=jobcomp/none",
-            f"NodeName={self.node} NodeAddr=127.0.0.1 {hardware} Gres=gpu:1 State=UNKNOWN",
-            "PartitionName=cpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
-            "PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP",
-            "",
-        ]))
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=tabrepro-test",
+                    f"SlurmctldHost={host}(127.0.0.1)",
+                    f"SlurmctldPort={_free_port()}",
+                    f"SlurmdPort={_free_port()}",
+                    "SlurmUser=root",
+                    "SlurmdUser=root",
+                    "AuthType=auth/munge",
+                    "CredType=cred/munge",
+                    # cred_expire: a requeued job may start again this many seconds after it stopped (120)
+                    f"AuthInfo=socket={self.munge_socket},cred_expire=10",
+                    f"StateSaveLocation={r / 'state'}",
+                    f"SlurmdSpoolDir={r / 'spool'}",
+                    f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}",
+                    f"SlurmdPidFile={r / 'run' / 'slurmd.pid'}",
+                    "SlurmctldDebug=info",
+                    "SlurmdDebug=info",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/affinity",  # task/none breaks the plugin's `srun --cpu-bind=q`
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_Core_Memory",
+                    "DefMemPerCPU=1000",
+                    "EnforcePartLimits=ALL",  # an impossible request fails at sbatch instead of pending forever
+                    "MinJobAge=600",  # finished jobs stay visible to squeue (the profile's status command)
+                    "ReturnToService=2",
+                    "SlurmdParameters=config_overrides",
+                    "KillWait=5",
+                    "MailProg=/bin/true",
+                    "GresTypes=gpu",
+                    "AccountingStorageType=accounting_storage/none",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    "JobCompType=jobcomp/none",
+                    f"NodeName={self.node} NodeAddr=127.0.0.1 {hardware} Gres=gpu:1 State=UNKNOWN",
+                    "PartitionName=cpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+                    "PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP",
+                    "",
+                ]
+            )
+        )
 
     def _try(self, argv: list[str], timeout: float = 20) -> str:
         try:
@@ -294,8 +328,9 @@ class SlurmCluster:
         while time.monotonic() < deadline:
             for name, proc in self.processes.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for {what}:\n"
-                                       + self.diagnostics())
+                    raise RuntimeError(
+                        f"{name} exited ({proc.returncode}) while waiting for {what}:\n" + self.diagnostics()
+                    )
             if ready():
                 return
             time.sleep(0.2)

@@ -10,28 +10,30 @@ import pytest
 import torch
 import yaml
 from torch import nn
-from conftest import REPO
 
+from conftest import REPO
 from tabrepro.analysis.attention import abd_attention, attention_experiment, block_attention_weights
 from tabrepro.analysis.common import NPTContext, target_outputs
 from tabrepro.analysis.corruption import corrupt_batch, corruption_experiment, table2_deltas
 from tabrepro.analysis.deletion import delete_for_row, deletion_experiment, one_sided_wilcoxon
-from tabrepro.analysis.lookup import (knn_baselines, make_batch, run_variant,
-                                      synthetic_lookup_data, _fixed_batches)
-from tabrepro.analysis.settings import (AnalysisError, AnalysisSettings,
-                                        LookupModelSettings, LookupSettings, experiment_digest,
-                                        settings_for)
+from tabrepro.analysis.lookup import _fixed_batches, knn_baselines, make_batch, run_variant, synthetic_lookup_data
+from tabrepro.analysis.settings import (
+    AnalysisError,
+    AnalysisSettings,
+    LookupModelSettings,
+    LookupSettings,
+    experiment_digest,
+    settings_for,
+)
 from tabrepro.npt import NPTConfig, NPTModel, NPTTable, categorical, continuous
 from tabrepro.npt.masking import TEST, TRAIN, VAL
-
 
 torch.set_num_threads(1)
 
 TINY = {"embed_dim": 8, "n_layers": 4, "n_heads": 2, "device": "cpu"}
 
 
-def make_context(n: int = 48, task: str = "regression", datapoint_attention: str = "full",
-                 seed: int = 0) -> NPTContext:
+def make_context(n: int = 48, task: str = "regression", datapoint_attention: str = "full", seed: int = 0) -> NPTContext:
     """An untrained tiny NPT on a random table: 3 continuous features and the target."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
@@ -42,15 +44,14 @@ def make_context(n: int = 48, task: str = "regression", datapoint_attention: str
         y = (X[:, 0] > 0).astype(float)
         target = categorical(2, "target")
     roles = np.full(n, TRAIN)
-    roles[int(0.6 * n):int(0.75 * n)] = VAL
-    roles[int(0.75 * n):] = TEST
+    roles[int(0.6 * n) : int(0.75 * n)] = VAL
+    roles[int(0.75 * n) :] = TEST
     attributes = (continuous("a"), continuous("b"), continuous("c"), target)
     values = np.column_stack([X, np.where(roles == TEST, np.nan, y)])
     table = NPTTable(attributes, torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(roles))
     torch.manual_seed(seed)
     model = NPTModel(attributes, NPTConfig(**TINY, datapoint_attention=datapoint_attention))
-    return NPTContext(model=model, table=table, batches=[torch.arange(n)], task=task,
-                      labels=y, features=X)
+    return NPTContext(model=model, table=table, batches=[torch.arange(n)], task=task, labels=y, features=X)
 
 
 # --------------------------------------------------------------------------- settings
@@ -108,8 +109,7 @@ def test_corruption_changes_nothing_without_attention_between_datapoints():
 def test_table2_sign_convention():
     regression = table2_deltas("regression", {"rmse": 2.0, "mse": 4.0}, {"rmse": 3.0, "mse": 9.0})
     assert regression["delta_rmse_over_rmse_pct"] == pytest.approx(-50.0)  # worse is negative
-    classification = table2_deltas("binary", {"accuracy_pct": 95.0, "nll": 0.1},
-                                   {"accuracy_pct": 90.0, "nll": 0.3})
+    classification = table2_deltas("binary", {"accuracy_pct": 95.0, "nll": 0.1}, {"accuracy_pct": 90.0, "nll": 0.3})
     assert classification["delta_accuracy_pct"] == pytest.approx(-5.0)
     assert classification["nll_change"] == pytest.approx(0.2)
 
@@ -137,8 +137,9 @@ def test_recomputed_attention_reproduces_the_blocks_output():
         h = captured[0]
         weights = block_attention_weights(block, h)  # (1, heads, n, n)
         width = h.shape[-1]
-        v = torch.nn.functional.linear(block.ln_attention(h), block.qkv.weight[2 * width:],
-                                       block.qkv.bias[2 * width:])
+        v = torch.nn.functional.linear(
+            block.ln_attention(h), block.qkv.weight[2 * width :], block.qkv.bias[2 * width :]
+        )
         heads = v.view(1, h.shape[1], block.n_heads, -1).transpose(1, 2)
         merged = (weights @ heads).transpose(1, 2).reshape(1, h.shape[1], width)
         expected = block._self_attention(h)
@@ -176,10 +177,10 @@ class KernelRegression(nn.Module):
         features = values[:, :-1].double()
         visible = ~mask[:, -1]
         distances = torch.cdist(features, features) ** 2
-        weights = torch.exp(-distances / (2 * self.bandwidth ** 2)) * visible.double()
+        weights = torch.exp(-distances / (2 * self.bandwidth**2)) * visible.double()
         weights.fill_diagonal_(0.0)
         prediction = (weights @ values[:, -1].double()) / weights.sum(1).clamp(min=1e-12)
-        return [values[:, j:j + 1] for j in range(values.shape[1] - 1)] + [(prediction + 10.0).unsqueeze(1)]
+        return [values[:, j : j + 1] for j in range(values.shape[1] - 1)] + [(prediction + 10.0).unsqueeze(1)]
 
 
 def test_deletion_keeps_near_rows_of_a_local_model():
@@ -209,8 +210,7 @@ def test_deletion_threshold_grows_after_rejections():
     context.model = KernelRegression(bandwidth=5.0)  # every row matters a little
     row = int(context.test_rows()[0])
     others = np.array([r for r in range(40) if r != row])
-    run = delete_for_row(context, row, others, np.random.default_rng(0), delta_start=1e-9,
-                         patience=3, max_proposals=40)
+    run = delete_for_row(context, row, others, np.random.default_rng(0), delta_start=1e-9, patience=3, max_proposals=40)
     assert run["final_delta"] > 1e-9 and run["stop"] in ("max_proposals", "max_total_change", "min_rows")
 
 
@@ -244,10 +244,14 @@ def test_lookup_batches_and_nearest_neighbour_baselines():
 def test_npt_learns_the_lookup_far_better_than_knn():
     """Table 3's point on the quick task: NPT looks the duplicate up (RMSE far below k-NN's)
     where k-NN cannot, i.e. with random features and with the duplicates' targets shifted."""
-    settings = LookupSettings(n_train_rows=2048, n_val_rows=64, n_test_rows=128, batch_rows=32,
-                              intervention_rows=4,
-                              model=LookupModelSettings(embed_dim=16, n_layers=2, n_heads=4,
-                                                        lr=1.5e-2, steps=700))
+    settings = LookupSettings(
+        n_train_rows=2048,
+        n_val_rows=64,
+        n_test_rows=128,
+        batch_rows=32,
+        intervention_rows=4,
+        model=LookupModelSettings(embed_dim=16, n_layers=2, n_heads=4, lr=1.5e-2, steps=700),
+    )
     data = synthetic_lookup_data(settings, seed=0)
     for variant in ("add_one", "random_features"):
         result = run_variant(data, variant, settings, seed=0)

@@ -7,16 +7,47 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
-from tabrepro.reporting.audit import (AUDIT_BEGIN, AUDIT_END, AuditError, check_coverage, heading_anchors,
-                                      load_audit, update_audit)
+from conftest import REPO
+from tabrepro.reporting.audit import (
+    AUDIT_BEGIN,
+    AUDIT_END,
+    AuditError,
+    check_coverage,
+    heading_anchors,
+    load_audit,
+    update_audit,
+)
 from tabrepro.reporting.records import read_records
 
-FIELDS = ("paper", "table", "reference_table", "metric", "column", "method", "model", "ours_mean", "ours_se",
-          "ours_se_basis", "n", "n_expected", "paper_value", "paper_text", "paper_spread", "paper_spread_kind",
-          "paper_se", "delta", "z", "verdict_class", "verdict", "better_or_worse", "paper_selected_on", "budget",
-          "reason", "notes")
+FIELDS = (
+    "paper",
+    "table",
+    "reference_table",
+    "metric",
+    "column",
+    "method",
+    "model",
+    "ours_mean",
+    "ours_se",
+    "ours_se_basis",
+    "n",
+    "n_expected",
+    "paper_value",
+    "paper_text",
+    "paper_spread",
+    "paper_spread_kind",
+    "paper_se",
+    "delta",
+    "z",
+    "verdict_class",
+    "verdict",
+    "better_or_worse",
+    "paper_selected_on",
+    "budget",
+    "reason",
+    "notes",
+)
 
 AUDIT_YAML = """
 causes:
@@ -30,10 +61,23 @@ DOC = f"# Audit\n\n{AUDIT_BEGIN}\n{AUDIT_END}\n\n## The authors' folds\n\n## Par
 
 def _cell(model: str, verdict_class: str, n: float = 10.0, metric: str = "accuracy_pct") -> dict[str, object]:
     row = dict.fromkeys(FIELDS, "")
-    row.update(paper="npt", table="table8", metric=metric, column="breast_cancer", method=model.upper(),
-               model=model, ours_mean=97.2, ours_se=0.6, n=n, n_expected=10, paper_value=94.73,
-               paper_text="94.73 ± 0.89 (SE)", z=2.3 if verdict_class == "differs" else 0.5,
-               verdict_class=verdict_class, verdict=verdict_class)
+    row.update(
+        paper="npt",
+        table="table8",
+        metric=metric,
+        column="breast_cancer",
+        method=model.upper(),
+        model=model,
+        ours_mean=97.2,
+        ours_se=0.6,
+        n=n,
+        n_expected=10,
+        paper_value=94.73,
+        paper_text="94.73 ± 0.89 (SE)",
+        z=2.3 if verdict_class == "differs" else 0.5,
+        verdict_class=verdict_class,
+        verdict=verdict_class,
+    )
     return row
 
 
@@ -60,8 +104,9 @@ def _update(workspace: Path, check: bool = False) -> list[str]:
 
 def test_committed_records_are_fully_audited():
     """Fails when a record has a `differs` cell without a cause, a cause is stale, or the doc is not regenerated."""
-    problems = update_audit(REPO / "docs" / "reproduction.md", REPO / "docs" / "audit.yaml",
-                            REPO / "docs" / "records", check=True)
+    problems = update_audit(
+        REPO / "docs" / "reproduction.md", REPO / "docs" / "audit.yaml", REPO / "docs" / "records", check=True
+    )
     assert problems == [], "\n".join(problems)
 
 
@@ -87,7 +132,10 @@ def test_an_uncovered_cell_and_a_stale_rule_are_both_reported(workspace):
 def test_a_partial_cell_takes_the_partial_cause_without_a_rule(workspace):
     _record(workspace / "records", "quick", [_cell("mlp", "differs"), _cell("npt", "differs", n=2.0)])
     assert _update(workspace) == []
-    assert "(2/10) | 94.73 ± 0.89 (SE) | +2.3 | partial run: only some folds" in (workspace / "reproduction.md").read_text()
+    assert (
+        "(2/10) | 94.73 ± 0.89 (SE) | +2.3 | partial run: only some folds"
+        in (workspace / "reproduction.md").read_text()
+    )
 
 
 def test_a_cause_must_name_a_heading_of_the_document(workspace):
@@ -96,14 +144,17 @@ def test_a_cause_must_name_a_heading_of_the_document(workspace):
     assert any("'nowhere' is not a heading anchor" in p for p in _update(workspace))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("causes: {}\ncells: []\nextra: 1\n", "exactly the keys"),
-    (AUDIT_YAML.replace("kind: protocol difference", "kind: bad luck"), "'bad luck' is not one of"),
-    (AUDIT_YAML.replace("cause: folds", "cause: nope"), "'nope' is not defined"),
-    (AUDIT_YAML.replace("metric: accuracy_pct,", "metrc: accuracy_pct,"), "takes only"),
-    (AUDIT_YAML.replace("partial-record", "partial"), "partial-record"),
-    ("causes: [", "cannot read the audit"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("causes: {}\ncells: []\nextra: 1\n", "exactly the keys"),
+        (AUDIT_YAML.replace("kind: protocol difference", "kind: bad luck"), "'bad luck' is not one of"),
+        (AUDIT_YAML.replace("cause: folds", "cause: nope"), "'nope' is not defined"),
+        (AUDIT_YAML.replace("metric: accuracy_pct,", "metrc: accuracy_pct,"), "takes only"),
+        (AUDIT_YAML.replace("partial-record", "partial"), "partial-record"),
+        ("causes: [", "cannot read the audit"),
+    ],
+)
 def test_a_malformed_audit_file_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "audit.yaml").write_text(text)
     with pytest.raises(AuditError, match=message):
@@ -119,5 +170,7 @@ def test_coverage_reads_every_record(workspace):
     _record(workspace / "records", "a", [_cell("mlp", "differs")])
     _record(workspace / "records", "b", [_cell("catboost", "differs", metric="nll")])
     problems = check_coverage(load_audit(workspace / "audit.yaml"), read_records(workspace / "records"), DOC)
-    assert problems == ["record 'b': npt/table8/breast_cancer/catboost/nll differs (differs) but no rule of "
-                        "docs/audit.yaml gives its cause"]
+    assert problems == [
+        "record 'b': npt/table8/breast_cancer/catboost/nll differs (differs) but no rule of "
+        "docs/audit.yaml gives its cause"
+    ]

@@ -12,17 +12,36 @@ import pytest
 import torch
 from entmax import sparsemax as reference_sparsemax
 
-from tabrepro.bishop import (AlphaEntmax, BiSHopConfig, BiSHopEstimator, BiSHopModel,
-                             BiSHopTrainer, PiecewiseLinearEncoding, TabularTensors)
+from tabrepro.bishop import (
+    AlphaEntmax,
+    BiSHopConfig,
+    BiSHopEstimator,
+    BiSHopModel,
+    BiSHopTrainer,
+    PiecewiseLinearEncoding,
+    TabularTensors,
+)
 from tabrepro.bishop.entmax import alpha_from_logit, entmax, entmax_bisect
 from tabrepro.bishop.estimator import split_features
 from tabrepro.bishop.trainer import STATE_FILE, WEIGHTS_FILE
 
 torch.set_num_threads(1)
 
-TINY = dict(d_model=16, n_heads=2, ffn_dim=32, embed_dim=8, patch_size=4, n_pooling=3,
-            n_levels=2, merge_factor=2, n_decoded=8, head_hidden=(1.0,), batch_size=32,
-            onednn_linear=False, device="cpu")
+TINY = dict(
+    d_model=16,
+    n_heads=2,
+    ffn_dim=32,
+    embed_dim=8,
+    patch_size=4,
+    n_pooling=3,
+    n_levels=2,
+    merge_factor=2,
+    n_decoded=8,
+    head_hidden=(1.0,),
+    batch_size=32,
+    onednn_linear=False,
+    device="cpu",
+)
 SOLVERS = ("newton", "bisect")
 
 
@@ -34,8 +53,11 @@ def toy_data(n: int = 240, seed: int = 0, n_num: int = 3, cards=(3,), classifica
     """Rows whose label depends on a numerical feature and a categorical one."""
     g = torch.Generator().manual_seed(seed)
     x_num = torch.randn((n, n_num), generator=g)
-    x_cat = torch.stack([torch.randint(0, c, (n,), generator=g) for c in cards], 1) \
-        if cards else torch.zeros((n, 0), dtype=torch.long)
+    x_cat = (
+        torch.stack([torch.randint(0, c, (n,), generator=g) for c in cards], 1)
+        if cards
+        else torch.zeros((n, 0), dtype=torch.long)
+    )
     signal = x_num[:, 0] + (x_cat[:, 0] == 1).float() * 1.5 - 0.5 if cards else x_num[:, 0]
     if classification:
         y = (signal > 0).long()
@@ -46,8 +68,7 @@ def toy_data(n: int = 240, seed: int = 0, n_num: int = 3, cards=(3,), classifica
 
 def split(data: TabularTensors, n_train: int, n_val: int):
     idx = torch.arange(len(data))
-    return (data.rows(idx[:n_train]), data.rows(idx[n_train:n_train + n_val]),
-            data.rows(idx[n_train + n_val:]))
+    return (data.rows(idx[:n_train]), data.rows(idx[n_train : n_train + n_val]), data.rows(idx[n_train + n_val :]))
 
 
 def weights_equal(a: dict, b: dict) -> bool:
@@ -82,8 +103,7 @@ def test_entmax_is_a_distribution_and_solvers_agree(dtype):
         p_bisect = entmax(z, eps, dim=-1, solver="bisect")
         assert (p_newton >= 0).all()
         tol = 1e-5 if dtype == torch.float32 else 1e-12
-        torch.testing.assert_close(p_newton.sum(-1), torch.ones_like(p_newton.sum(-1)),
-                                   rtol=0, atol=tol)
+        torch.testing.assert_close(p_newton.sum(-1), torch.ones_like(p_newton.sum(-1)), rtol=0, atol=tol)
         torch.testing.assert_close(p_newton, p_bisect, rtol=0, atol=10 * tol)
     # along another dimension, with one alpha per head (broadcast)
     eps = torch.tensor([0.2, 0.5, 0.8, 1.0, 0.0], dtype=dtype).view(1, 5, 1, 1)
@@ -100,8 +120,7 @@ def test_entmax_gradcheck_scores_and_alpha(solver, alpha):
     # per-head alphas (the gradient is reduced over the broadcast dimensions)
     z4 = torch.randn(2, 3, 2, 5, dtype=torch.float64, requires_grad=True)
     eps4 = torch.tensor([0.1, alpha - 1.0, 0.9], dtype=torch.float64).view(1, 3, 1, 1)
-    assert torch.autograd.gradcheck(lambda s, e: entmax(s, e, solver=solver),
-                                    (z4, eps4.requires_grad_()))
+    assert torch.autograd.gradcheck(lambda s, e: entmax(s, e, solver=solver), (z4, eps4.requires_grad_()))
 
 
 def test_entmax_alpha_gradient_has_the_softmax_limit():
@@ -136,8 +155,9 @@ def test_alpha_reparametrisation_stays_in_range_during_training():
             assert torch.isfinite(layer(z)).all()
     # and inside a model trained for a few steps
     data = toy_data(64)
-    trainer = BiSHopTrainer(tiny(lr=1e-2, max_epochs=2), "classification", cardinalities=(3,),
-                            n_numerical=3, n_classes=2)
+    trainer = BiSHopTrainer(
+        tiny(lr=1e-2, max_epochs=2), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+    )
     trainer.fit(data, None)
     alphas = trainer.model.alphas()
     assert len(alphas) > 0 and all(1.0 < a <= 2.0 for a in alphas)
@@ -154,14 +174,16 @@ def test_ple_formula_extrapolation_and_degenerate_bins():
     ple.edges.copy_(torch.tensor([[0.0, 1.0, 1.0, 2.0, 4.0]]))
     x = torch.tensor([[-1.0], [0.5], [1.0], [1.5], [3.0], [6.0]])
     e = ple(x)[:, 0]
-    expected = torch.tensor([
-        [-1.0, 0.0, 0.0, 0.0],   # below b_0: the first component extrapolates
-        [0.5, 0.0, 0.0, 0.0],
-        [1.0, 1.0, 0.0, 0.0],    # the degenerate bin is a step at 1
-        [1.0, 1.0, 0.5, 0.0],
-        [1.0, 1.0, 1.0, 0.5],
-        [1.0, 1.0, 1.0, 2.0],    # above b_G: the last component extrapolates
-    ])
+    expected = torch.tensor(
+        [
+            [-1.0, 0.0, 0.0, 0.0],  # below b_0: the first component extrapolates
+            [0.5, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0, 0.0],  # the degenerate bin is a step at 1
+            [1.0, 1.0, 0.5, 0.0],
+            [1.0, 1.0, 1.0, 0.5],
+            [1.0, 1.0, 1.0, 2.0],  # above b_G: the last component extrapolates
+        ]
+    )
     torch.testing.assert_close(e, expected)
 
 
@@ -172,13 +194,11 @@ def test_ple_bins_depend_on_training_rows_only():
     val_b = TabularTensors(val_b.x_cat, val_b.x_num * 10 + 3, val_b.y)
     edges = []
     for val in (val_a, val_b, None):
-        trainer = BiSHopTrainer(tiny(), "classification", cardinalities=(3,), n_numerical=3,
-                                n_classes=2)
+        trainer = BiSHopTrainer(tiny(), "classification", cardinalities=(3,), n_numerical=3, n_classes=2)
         trainer.prepare(train, val)
         edges.append(trainer.model.ple.edges.clone())
     assert torch.equal(edges[0], edges[1]) and torch.equal(edges[0], edges[2])
-    expected = torch.nanquantile(train.x_num.double(), torch.linspace(0, 1, 9, dtype=torch.float64),
-                                 dim=0).T.float()
+    expected = torch.nanquantile(train.x_num.double(), torch.linspace(0, 1, 9, dtype=torch.float64), dim=0).T.float()
     torch.testing.assert_close(edges[0], expected)
     # the bins are part of the state dict (saved with the model)
     assert "ple.edges" in trainer.model.state_dict()
@@ -207,8 +227,7 @@ def test_shapes_and_parameter_count_at_defaults():
     model.eval()
     with torch.no_grad():
         encoded = model.encode(x_cat, x_num)
-        assert [tuple(t.shape) for t in encoded] == [(4, 30, 4, 256), (4, 30, 4, 256),
-                                                     (4, 30, 1, 256), (4, 30, 1, 256)]
+        assert [tuple(t.shape) for t in encoded] == [(4, 30, 4, 256), (4, 30, 4, 256), (4, 30, 1, 256), (4, 30, 1, 256)]
         assert model.decode(encoded).shape == (4, 30, 24)
         assert model(x_cat, x_num).shape == (4, 2)
 
@@ -222,7 +241,7 @@ def test_rows_are_independent_and_eval_decoder_sharing_is_exact():
     model.eval()
     with torch.no_grad():
         together = model(data.x_cat, data.x_num)
-        alone = torch.cat([model(data.x_cat[i:i + 1], data.x_num[i:i + 1]) for i in range(6)])
+        alone = torch.cat([model(data.x_cat[i : i + 1], data.x_num[i : i + 1]) for i in range(6)])
         model.config = model.config.replace(share_decoder_input=False)
         model.train()
         model.dropout_source.generator = torch.Generator().manual_seed(0)
@@ -234,7 +253,6 @@ def test_rows_are_independent_and_eval_decoder_sharing_is_exact():
         per_row = model(data.x_cat, data.x_num)
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(together, per_row, rtol=1e-5, atol=1e-6)
-
 
 
 def _per_row_decode(model: BiSHopModel, encoded: list[torch.Tensor]) -> torch.Tensor:
@@ -254,12 +272,12 @@ def _train_outputs_and_grads(model: BiSHopModel, data: TabularTensors):
     model.dropout_generator = torch.Generator().manual_seed(7)
     out = model(data.x_cat, data.x_num)
     (out.square().sum() + out.sum()).backward()
-    return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
-                          if p.grad is not None}
+    return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-@pytest.mark.parametrize("overrides", [{}, {"block": "mlp"}, {"n_decoded": 4}],
-                         ids=["bishop", "mlp-block", "one-decoder-patch"])
+@pytest.mark.parametrize(
+    "overrides", [{}, {"block": "mlp"}, {"n_decoded": 4}], ids=["bishop", "mlp-block", "one-decoder-patch"]
+)
 def test_shared_decoder_input_fast_path_matches_per_row_computation(overrides, monkeypatch):
     """Training with per-row dropout: the decoder's first level computes its batch-independent
     part once (rows=batch) and the fused residual dropout (addcmul). Pinned against the plain
@@ -289,8 +307,7 @@ def test_fused_residual_dropout_matches_plain_dropout():
     results = []
     for fused in (True, False):
         source.generator = torch.Generator().manual_seed(0)
-        out = (add_dropped(x, branch, 0.2, True, source) if fused
-               else x + dropout(branch, 0.2, True, source))
+        out = add_dropped(x, branch, 0.2, True, source) if fused else x + dropout(branch, 0.2, True, source)
         gx, gb = torch.autograd.grad(out.square().sum(), (x, branch))
         results.append((out, gx, gb))
     for fused, plain in zip(*results):
@@ -303,8 +320,9 @@ def test_clipping_folded_into_fused_adam_matches_clip_grad_norm(max_norm):
     """BiSHopTrainer._clipped_step (skip at factor 1, grad_scale in fused Adam otherwise) gives
     the update of clip_grad_norm_ followed by the step."""
     data = toy_data(32)
-    trainer = BiSHopTrainer(tiny(grad_clip_norm=max_norm, lr=1e-2), "classification",
-                            cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer = BiSHopTrainer(
+        tiny(grad_clip_norm=max_norm, lr=1e-2), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+    )
     trainer.prepare(data)
     model, optimizer = trainer.model, trainer.optimizer
     reference = {k: v.clone() for k, v in model.state_dict().items()}
@@ -323,6 +341,7 @@ def test_clipping_folded_into_fused_adam_matches_clip_grad_norm(max_norm):
     for (name, a), b in zip(model.named_parameters(), reference_model.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7, msg=name)
         assert not torch.equal(a, reference[name]) or a.grad is None or not a.grad.any()
+
 
 ABLATIONS = [
     {"categorical_encoding": "onehot"},
@@ -344,8 +363,7 @@ ABLATIONS = [
 ]
 
 
-@pytest.mark.parametrize("overrides", ABLATIONS,
-                         ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize("overrides", ABLATIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def test_every_ablation_switch_builds_and_runs(overrides):
     data = toy_data(10, cards=(3, 2))
     model = BiSHopModel(tiny(**overrides), (3, 2), 3, 2)
@@ -363,8 +381,7 @@ def test_every_ablation_switch_builds_and_runs(overrides):
     if overrides.get("attention") in ("hopfield", "attention") or overrides.get("block") == "mlp":
         assert model.alphas() == [] or overrides.get("block") == "mlp"
     if overrides.get("block") == "mlp":
-        assert not any(isinstance(m, torch.nn.Module) and type(m).__name__ == "BiSHopModule"
-                       for m in model.modules())
+        assert not any(isinstance(m, torch.nn.Module) and type(m).__name__ == "BiSHopModule" for m in model.modules())
 
 
 def test_a_single_feature_works():
@@ -391,8 +408,9 @@ def test_missing_categories_and_numbers_are_handled():
 def test_learns_a_toy_classification_task():
     data = toy_data(400)
     train, val, test = split(data, 240, 80)
-    trainer = BiSHopTrainer(tiny(lr=1e-2, max_epochs=12, batch_size=48), "classification",
-                            cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer = BiSHopTrainer(
+        tiny(lr=1e-2, max_epochs=12, batch_size=48), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+    )
     result = trainer.fit(train, val)
     accuracy = float((trainer.outputs(test).argmax(1) == test.y).float().mean())
     assert accuracy > 0.8, accuracy
@@ -403,8 +421,7 @@ def test_learns_a_toy_classification_task():
 def test_regression_trains_on_the_standardised_target():
     data = toy_data(160, classification=False)
     train, val, test = split(data, 100, 30)
-    trainer = BiSHopTrainer(tiny(lr=3e-3, max_epochs=6, batch_size=50), "regression",
-                            cardinalities=(3,), n_numerical=3)
+    trainer = BiSHopTrainer(tiny(lr=3e-3, max_epochs=6, batch_size=50), "regression", cardinalities=(3,), n_numerical=3)
     result = trainer.fit(train, val)
     out = trainer.outputs(test)
     assert out.shape == (len(test), 1) and torch.isfinite(out).all()
@@ -413,8 +430,9 @@ def test_regression_trains_on_the_standardised_target():
 
 def test_bf16_autocast_option_trains():
     data = toy_data(64)
-    trainer = BiSHopTrainer(tiny(max_epochs=1, bf16_autocast=True), "classification",
-                            cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer = BiSHopTrainer(
+        tiny(max_epochs=1, bf16_autocast=True), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+    )
     trainer.fit(data, data)
     out = trainer.outputs(data)
     assert out.dtype == torch.float32 and torch.isfinite(out).all()
@@ -425,8 +443,9 @@ def test_same_seed_gives_identical_weights_and_other_seed_does_not():
     train, val, _ = split(data, 70, 30)
     states = []
     for seed in (3, 3, 4):
-        trainer = BiSHopTrainer(tiny(max_epochs=3, seed=seed, lr=1e-3), "classification",
-                                cardinalities=(3,), n_numerical=3, n_classes=2)
+        trainer = BiSHopTrainer(
+            tiny(max_epochs=3, seed=seed, lr=1e-3), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+        )
         trainer.fit(train, val)
         states.append({k: v.clone() for k, v in trainer.model.state_dict().items()})
     assert weights_equal(states[0], states[1])
@@ -445,8 +464,9 @@ def test_kill_and_resume_ends_with_identical_weights(tmp_path: Path):
     config = tiny(max_epochs=8, lr=3e-3, lr_patience=0, early_stopping_patience=3)
 
     def make(directory):
-        return BiSHopTrainer(config, "classification", cardinalities=(3,), n_numerical=3,
-                             n_classes=2, checkpoint_dir=directory)
+        return BiSHopTrainer(
+            config, "classification", cardinalities=(3,), n_numerical=3, n_classes=2, checkpoint_dir=directory
+        )
 
     reference = make(tmp_path / "straight")
     expected = reference.fit(train, val)
@@ -455,6 +475,7 @@ def test_kill_and_resume_ends_with_identical_weights(tmp_path: Path):
         def callback(epoch, record):
             if epoch == epoch_to_die:
                 raise _Killed
+
         return callback
 
     interrupted = tmp_path / "interrupted"
@@ -483,14 +504,27 @@ def test_kill_and_resume_ends_with_identical_weights(tmp_path: Path):
 def test_resume_refuses_a_different_config_or_data(tmp_path: Path):
     data = toy_data(80)
     train, val, _ = split(data, 50, 30)
-    BiSHopTrainer(tiny(max_epochs=1), "classification", cardinalities=(3,), n_numerical=3,
-                  n_classes=2, checkpoint_dir=tmp_path).fit(train, val)
+    BiSHopTrainer(
+        tiny(max_epochs=1), "classification", cardinalities=(3,), n_numerical=3, n_classes=2, checkpoint_dir=tmp_path
+    ).fit(train, val)
     with pytest.raises(ValueError, match="different BiSHopConfig"):
-        BiSHopTrainer(tiny(max_epochs=1, lr=1e-2), "classification", cardinalities=(3,),
-                      n_numerical=3, n_classes=2, checkpoint_dir=tmp_path).fit(train, val)
+        BiSHopTrainer(
+            tiny(max_epochs=1, lr=1e-2),
+            "classification",
+            cardinalities=(3,),
+            n_numerical=3,
+            n_classes=2,
+            checkpoint_dir=tmp_path,
+        ).fit(train, val)
     with pytest.raises(ValueError, match="different data"):
-        BiSHopTrainer(tiny(max_epochs=1), "classification", cardinalities=(3,), n_numerical=3,
-                      n_classes=2, checkpoint_dir=tmp_path).fit(val, train)
+        BiSHopTrainer(
+            tiny(max_epochs=1),
+            "classification",
+            cardinalities=(3,),
+            n_numerical=3,
+            n_classes=2,
+            checkpoint_dir=tmp_path,
+        ).fit(val, train)
 
 
 def test_config_dict_round_trip_and_unknown_fields():
@@ -504,8 +538,13 @@ def test_config_dict_round_trip_and_unknown_fields():
 def test_early_stopping_stops_and_keeps_the_best_epoch():
     data = toy_data(90)
     train, val, _ = split(data, 60, 30)
-    trainer = BiSHopTrainer(tiny(max_epochs=30, lr=5e-2, early_stopping_patience=2),
-                            "classification", cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer = BiSHopTrainer(
+        tiny(max_epochs=30, lr=5e-2, early_stopping_patience=2),
+        "classification",
+        cardinalities=(3,),
+        n_numerical=3,
+        n_classes=2,
+    )
     result = trainer.fit(train, val)
     val_losses = [r["val_loss"] for r in result.history]
     assert result.stopped_early and result.epochs < 30
@@ -541,8 +580,9 @@ def test_split_features_decodes_the_project_matrix():
 
 def test_estimator_fit_predict_and_save_weights(tmp_path: Path):
     X, y, groups = _encoded_matrix(360)
-    est = BiSHopEstimator("classification", tiny(lr=3e-3, max_epochs=10, batch_size=48),
-                          n_classes=2, checkpoint_dir=tmp_path / "ckpt")
+    est = BiSHopEstimator(
+        "classification", tiny(lr=3e-3, max_epochs=10, batch_size=48), n_classes=2, checkpoint_dir=tmp_path / "ckpt"
+    )
     est.fit(X[:240], y[:240], X[240:300], y[240:300], feature_groups=groups)
     proba = est.predict_proba(X[300:])
     assert proba.shape == (60, 2)

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from tabrepro.models.base import FitContext
 from tabrepro.models.bishop import ABLATIONS
 from tabrepro.models.registry import get_model_class
 
-TINY = dict(d_model=16, n_heads=2, ffn_dim=32, embed_dim=8, patch_size=4, n_pooling=3, n_levels=2,
-            merge_factor=2, n_decoded=8, head_hidden=[1.0], batch_size=32, onednn_linear=False,
-            device="cpu", max_epochs=3, lr=1e-3)
+TINY = dict(
+    d_model=16,
+    n_heads=2,
+    ffn_dim=32,
+    embed_dim=8,
+    patch_size=4,
+    n_pooling=3,
+    n_levels=2,
+    merge_factor=2,
+    n_decoded=8,
+    head_hidden=[1.0],
+    batch_size=32,
+    onednn_linear=False,
+    device="cpu",
+    max_epochs=3,
+    lr=1e-3,
+)
 
 
 def tiny_data(task: str, seed: int = 0):
@@ -29,7 +42,9 @@ def tiny_data(task: str, seed: int = 0):
 def test_bishop_fits_through_the_interface_and_saves_weights(task, tmp_path):
     X, y, groups = tiny_data(task)
     model = get_model_class("bishop")(task, TINY, seed=3, n_classes=2 if task == "binary" else None)
-    model.fit(X[:150], y[:150], X[150:], y[150:], context=FitContext(feature_groups=groups, work_dir=tmp_path / "state"))
+    model.fit(
+        X[:150], y[:150], X[150:], y[150:], context=FitContext(feature_groups=groups, work_dir=tmp_path / "state")
+    )
     out = model.predict_proba(X[150:]) if task == "binary" else model.predict(X[150:])
     assert out.shape[0] == 50 and np.isfinite(out).all()
     assert model.save_weights(tmp_path / "weights.pt") and (tmp_path / "weights.pt").stat().st_size > 0

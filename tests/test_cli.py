@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from conftest import REPO, tiny_profile
-
 from tabrepro.cli import build_parser, main
 from tabrepro.config import Job, Params
 
@@ -36,8 +35,22 @@ def error_lines(stderr: str) -> list[str]:
 def test_help_lists_every_command():
     parser = build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
-    assert {"validate", "list", "jobs", "fetch", "prepare", "split", "train", "train-config", "select",
-            "tables", "analyse", "sparsity", "sparsity-plot", "report"} <= set(commands)
+    assert {
+        "validate",
+        "list",
+        "jobs",
+        "fetch",
+        "prepare",
+        "split",
+        "train",
+        "train-config",
+        "select",
+        "tables",
+        "analyse",
+        "sparsity",
+        "sparsity-plot",
+        "report",
+    } <= set(commands)
     text = parser.format_help()
     for name in commands:
         assert f"tabrepro {name}" in text, f"the module docstring does not mention `tabrepro {name}`"
@@ -54,9 +67,11 @@ def test_bad_input_is_one_line_and_exit_2_and_debug_adds_the_traceback(write_par
 
 
 def test_a_bug_keeps_its_traceback_and_exit_1():
-    code = ("import sys, tabrepro.cli as cli\n"
-            "def broken(args):\n    raise ValueError('an internal invariant broke')\n"
-            "cli.cmd_validate = broken\nsys.exit(cli.main(['validate']))\n")
+    code = (
+        "import sys, tabrepro.cli as cli\n"
+        "def broken(args):\n    raise ValueError('an internal invariant broke')\n"
+        "cli.cmd_validate = broken\nsys.exit(cli.main(['validate']))\n"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 1
     assert "Traceback" in run.stderr and "ValueError: an internal invariant broke" in run.stderr
@@ -78,8 +93,11 @@ def test_missing_steps_name_the_command_to_run(capsys, write_params):
 def test_a_configuration_the_library_refuses_is_one_line_naming_it(tmp_path, capsys, write_params):
     """tree_method 'approxx' passes the load-time check (XGBoost types it as a string) but XGBoost
     refuses it at fit time, which must read as bad input naming the configuration, not a crash."""
-    params = str(write_params(model_overrides={
-        "xgboost": {"max_configs": 1, "params": {"tree_method": "approxx", "n_estimators": 5}}}))
+    params = str(
+        write_params(
+            model_overrides={"xgboost": {"max_configs": 1, "params": {"tree_method": "approxx", "n_estimators": 5}}}
+        )
+    )
     raw = yaml.safe_load(Path(params).read_text())
     raw["profiles"]["tiny"]["papers"]["npt"]["models"].append("xgboost")
     Path(params).write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -125,8 +143,9 @@ def test_list_datasets_shows_papers_task_rows_and_availability(tmp_path, capsys,
     (raw_dir / "boston").mkdir(parents=True)
     (raw_dir / "boston" / "housing.data").write_text("stand-in\n")
     (raw_dir / "yacht").mkdir()
-    (raw_dir / "yacht" / "fetch_status.json").write_text(json.dumps(
-        {"source": "yacht", "ok": False, "error": "HTTP 404 for https://example.org/yacht", "files": []}))
+    (raw_dir / "yacht" / "fetch_status.json").write_text(
+        json.dumps({"source": "yacht", "ok": False, "error": "HTTP 404 for https://example.org/yacht", "files": []})
+    )
     assert main(["--params", str(params), "list", "datasets"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert rows["DATASET"].split() == ["DATASET", "PAPERS", "TASK", "ROWS", "AVAILABILITY"]
@@ -185,11 +204,20 @@ def test_configs_text_names_variants_and_the_budget_and_refuses_what_does_not_ru
     params_file = str(REPO / "params.yaml")
     assert main(["--params", params_file, "--profile", "paper", "configs", "npt", "breast_cancer", "npt"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("# npt/breast_cancer/npt, profile 'paper': 8 configuration(s) from search space "
-                               "'npt_small_breast_cancer', task binary")
+    assert lines[0].startswith(
+        "# npt/breast_cancer/npt, profile 'paper': 8 configuration(s) from search space "
+        "'npt_small_breast_cancer', task binary"
+    )
     assert [line.split("\t")[0] for line in lines[1:]] == [
-        "0 vanilla", "1 layers16", "2 heads16", "3 layers16_heads16", "4 p_target_0.1", "5 p_target_0.5",
-        "6 p_feature_0.2", "7 cosine_cyclic"]
+        "0 vanilla",
+        "1 layers16",
+        "2 heads16",
+        "3 layers16_heads16",
+        "4 p_target_0.1",
+        "5 p_target_0.5",
+        "6 p_feature_0.2",
+        "7 cosine_cyclic",
+    ]
     assert json.loads(lines[2].split("\t")[1])["n_layers"] == 16
     assert main(["--params", params_file, "--profile", "quick", "configs", "npt", "breast_cancer", "knn"]) == 0
     assert "budget capped: 6 of the paper's 480 configurations" in capsys.readouterr().out

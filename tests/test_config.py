@@ -8,8 +8,8 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from tabrepro.config import Job, Params, ParamsError, resolve_extends
 
 RAW = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -40,8 +40,16 @@ def test_npt_small_sweep_has_the_papers_eight_variants_and_quick_shrinks_npt():
 
     paper = Params(RAW, profile="paper")
     space = paper.search_space("npt", "breast_cancer", "npt")
-    assert variant_names(space) == ["vanilla", "layers16", "heads16", "layers16_heads16", "p_target_0.1",
-                                    "p_target_0.5", "p_feature_0.2", "cosine_cyclic"]
+    assert variant_names(space) == [
+        "vanilla",
+        "layers16",
+        "heads16",
+        "layers16_heads16",
+        "p_target_0.1",
+        "p_target_0.5",
+        "p_feature_0.2",
+        "cosine_cyclic",
+    ]
     configs = sample_configs(space, "binary", paper.n_configs("npt", "breast_cancer", "npt"), seed=0)
     assert len(configs) == 8
     assert configs[0]["embed_dim"] == 32 and configs[0]["lr"] == 0.0005  # breast cancer: e = 32
@@ -75,35 +83,49 @@ def test_paper_profile_covers_every_dataset_of_both_papers():
     assert len(params.selected_datasets("bishop")) == 9 + 19
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda r: r.update(colour="blue"), r"at <top level>: Additional properties are not allowed \('colour'"),
-    (lambda r: r.update(seed="zero"), r"at seed: 'zero' is not of type 'integer'"),
-    (lambda r: r["profiles"]["quick"].update(max_configs=0), r"at profiles\.quick\.max_configs"),
-    (lambda r: r["protocols"]["npt_cv10"].update(n_folds=1), r"at protocols\.npt_cv10"),
-    (lambda r: r["fetch"].pop("retries"), r"at fetch: 'retries' is a required property"),
-    (lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(p={"normal": [0, 1]}),
-     r"at search_spaces\.npt_small\.knn\.params\.p"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda r: r.update(colour="blue"), r"at <top level>: Additional properties are not allowed \('colour'"),
+        (lambda r: r.update(seed="zero"), r"at seed: 'zero' is not of type 'integer'"),
+        (lambda r: r["profiles"]["quick"].update(max_configs=0), r"at profiles\.quick\.max_configs"),
+        (lambda r: r["protocols"]["npt_cv10"].update(n_folds=1), r"at protocols\.npt_cv10"),
+        (lambda r: r["fetch"].pop("retries"), r"at fetch: 'retries' is a required property"),
+        (
+            lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(p={"normal": [0, 1]}),
+            r"at search_spaces\.npt_small\.knn\.params\.p",
+        ),
+    ],
+)
 def test_schema_errors_name_the_key(mutate, expected):
     with pytest.raises(ParamsError, match=expected):
         params_with(mutate)
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda r: r.update(profile="fast"), r"unknown profile 'fast'"),
-    (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(datasets=["breast_canser"]),
-     r"profiles\.quick\.papers\.npt\.datasets\[0\]: unknown dataset 'breast_canser'"
-     r".*did you mean 'breast_cancer'"),
-    (lambda r: r["profiles"]["quick"]["papers"]["npt"].update(models=["xgbost"]),
-     r"unknown model 'xgbost'.*did you mean 'xgboost'"),
-    (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(source="bostn"),
-     r"papers\.npt\.datasets\.boston\.source: unknown dataset 'bostn'"),
-    (lambda r: r["papers"]["npt"]["models"].update(forest="Forest"), r"unknown model 'forest'"),
-    (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(protocol="cv5"), r"unknown protocol 'cv5'"),
-    (lambda r: r["protocols"]["npt_holdout"].update(test=0.3), r"must sum to 1"),
-    (lambda r: r["search_spaces"]["npt_small"].update(extends="npt_higgs"), r"cycle in 'extends'"),
-    (lambda r: r["papers"]["npt"]["tables"]["table8"].update(metric="f1"), r"unknown metric 'f1'"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda r: r.update(profile="fast"), r"unknown profile 'fast'"),
+        (
+            lambda r: r["profiles"]["quick"]["papers"]["npt"].update(datasets=["breast_canser"]),
+            r"profiles\.quick\.papers\.npt\.datasets\[0\]: unknown dataset 'breast_canser'"
+            r".*did you mean 'breast_cancer'",
+        ),
+        (
+            lambda r: r["profiles"]["quick"]["papers"]["npt"].update(models=["xgbost"]),
+            r"unknown model 'xgbost'.*did you mean 'xgboost'",
+        ),
+        (
+            lambda r: r["papers"]["npt"]["datasets"]["boston"].update(source="bostn"),
+            r"papers\.npt\.datasets\.boston\.source: unknown dataset 'bostn'",
+        ),
+        (lambda r: r["papers"]["npt"]["models"].update(forest="Forest"), r"unknown model 'forest'"),
+        (lambda r: r["papers"]["npt"]["datasets"]["boston"].update(protocol="cv5"), r"unknown protocol 'cv5'"),
+        (lambda r: r["protocols"]["npt_holdout"].update(test=0.3), r"must sum to 1"),
+        (lambda r: r["search_spaces"]["npt_small"].update(extends="npt_higgs"), r"cycle in 'extends'"),
+        (lambda r: r["papers"]["npt"]["tables"]["table8"].update(metric="f1"), r"unknown metric 'f1'"),
+    ],
+)
 def test_reference_errors_name_the_value(mutate, expected):
     with pytest.raises(ParamsError, match=expected):
         params_with(mutate)
@@ -123,8 +145,9 @@ def test_cli_reports_schema_error_in_one_line(tmp_path):
     path.write_text(yaml.safe_dump(raw))
     run = subprocess.run([sys.executable, "-m", "tabrepro.cli", "--version"], capture_output=True, text=True)
     assert run.returncode == 0
-    run = subprocess.run([sys.executable, "-m", "tabrepro.cli", "validate", "--params", str(path)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "tabrepro.cli", "validate", "--params", str(path)], capture_output=True, text=True
+    )
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "unknown dataset 'atlantis'" in lines[0]
@@ -132,8 +155,8 @@ def test_cli_reports_schema_error_in_one_line(tmp_path):
 
 def test_extends_merges_parent_spaces():
     spaces = resolve_extends(RAW["search_spaces"], "npt_higgs")
-    assert spaces["mlp"]["n_configs"] == 6          # own
-    assert spaces["knn"]["n_configs"] == 40         # from npt_medium
+    assert spaces["mlp"]["n_configs"] == 6  # own
+    assert spaces["knn"]["n_configs"] == 40  # from npt_medium
     assert spaces["random_forest"]["n_configs"] == 24  # from baselines, through npt_small
     assert "random_forest" not in RAW["search_spaces"]["npt_small"]
 
@@ -152,12 +175,14 @@ def test_editing_an_npt_space_reruns_no_bishop_job_and_the_shared_baselines_reru
         for model, entry in space.items():
             if isinstance(entry, dict):
                 space[model] = {**entry, "n_configs": 2}
+
     after = params_with(edit_npt_small, profile="paper")
     assert _digests(after, "bishop") == _digests(before, "bishop")
     assert _digests(after, "npt") != _digests(before, "npt")
 
     def edit_baselines(raw):
         raw["search_spaces"]["baselines"]["random_forest"]["n_configs"] = 2
+
     shared = params_with(edit_baselines, profile="paper")
     for paper in ("npt", "bishop"):
         old = _digests(before, paper)
@@ -191,33 +216,61 @@ def _rename(mapping: dict, old: str, new: str) -> None:
     mapping[new] = mapping.pop(old)
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    # The reported bug: a renamed key in the shared boosting space (anchor &npt_boosting).
-    (lambda r: _rename(r["search_spaces"]["baselines"]["gradient_boosting"]["params"], "max_depth", "max_dept"),
-     r"at search_spaces\.baselines\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
-     r"for model 'gradient_boosting'; did you mean 'max_depth'\?"),
-    (lambda r: _rename(r["search_spaces"]["bishop_i"]["xgboost"]["params"], "max_depth", "max_dept"),
-     r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: "
-     r"unknown hyperparameter 'max_dept' for model 'xgboost'"),
-    (lambda r: r["search_spaces"]["baselines"]["gradient_boosting"]["params"].update(max_depth={"choice": [3, "five"]}),
-     r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' "
-     r"\(takes an int >= 1"),
-    (lambda r: r["search_spaces"]["bishop_i"]["xgboost"]["params"].update(subsample={"uniform": [0.5, 1.5]}),
-     r"bishop_i\.xgboost\.params\.subsample\.uniform: uniform range \[0\.5, 1\.5\] reaches values"),
-    (lambda r: r["search_spaces"]["baselines"]["random_forest"]["params"].update(
-        criterion={"classification": {"choice": ["gini", "squared_error"]}, "regression": "squared_error"}),
-     r"random_forest\.params\.criterion\.classification\.choice\[1\]: 'squared_error' is not accepted"),
-    (lambda r: r["search_spaces"]["npt_small"]["npt"]["variants"].update(layers16={"n_layer": 16}),
-     r"npt_small\.npt\.variants\.layers16\.n_layer: unknown hyperparameter 'n_layer'.*did you mean 'n_layers'"),
-    (lambda r: r["profiles"]["quick"]["model_overrides"]["npt"]["params"].update(embed_dim="big"),
-     r"at profiles\.quick\.model_overrides\.npt\.params\.embed_dim: 'big' is not accepted"),
-    (lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(n_jobs=4),
-     r"knn\.params\.n_jobs: 'knn' does not take 'n_jobs' from a search space: tabrepro sets the thread count"),
-    (lambda r: r["search_spaces"]["bishop_i"].update(bishop_no_decoder={"n_configs": 1, "params": {"decoder": True}}),
-     r"bishop_no_decoder\.params\.decoder: .*fixed to False by this ablation"),
-    (lambda r: r["search_spaces"]["npt_small"].update(xgbost={"n_configs": 1, "params": {"max_depth": 3}}),
-     r"at search_spaces\.npt_small\.xgbost: unknown model 'xgbost'; did you mean 'xgboost'"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        # The reported bug: a renamed key in the shared boosting space (anchor &npt_boosting).
+        (
+            lambda r: _rename(r["search_spaces"]["baselines"]["gradient_boosting"]["params"], "max_depth", "max_dept"),
+            r"at search_spaces\.baselines\.gradient_boosting\.params\.max_dept: unknown hyperparameter 'max_dept' "
+            r"for model 'gradient_boosting'; did you mean 'max_depth'\?",
+        ),
+        (
+            lambda r: _rename(r["search_spaces"]["bishop_i"]["xgboost"]["params"], "max_depth", "max_dept"),
+            r"search_spaces\.bishop_i\.xgboost\.params\.max_dept: "
+            r"unknown hyperparameter 'max_dept' for model 'xgboost'",
+        ),
+        (
+            lambda r: r["search_spaces"]["baselines"]["gradient_boosting"]["params"].update(
+                max_depth={"choice": [3, "five"]}
+            ),
+            r"params\.max_depth\.choice\[1\]: 'five' is not accepted by gradient_boosting's 'max_depth' "
+            r"\(takes an int >= 1",
+        ),
+        (
+            lambda r: r["search_spaces"]["bishop_i"]["xgboost"]["params"].update(subsample={"uniform": [0.5, 1.5]}),
+            r"bishop_i\.xgboost\.params\.subsample\.uniform: uniform range \[0\.5, 1\.5\] reaches values",
+        ),
+        (
+            lambda r: r["search_spaces"]["baselines"]["random_forest"]["params"].update(
+                criterion={"classification": {"choice": ["gini", "squared_error"]}, "regression": "squared_error"}
+            ),
+            r"random_forest\.params\.criterion\.classification\.choice\[1\]: 'squared_error' is not accepted",
+        ),
+        (
+            lambda r: r["search_spaces"]["npt_small"]["npt"]["variants"].update(layers16={"n_layer": 16}),
+            r"npt_small\.npt\.variants\.layers16\.n_layer: unknown hyperparameter 'n_layer'.*did you mean 'n_layers'",
+        ),
+        (
+            lambda r: r["profiles"]["quick"]["model_overrides"]["npt"]["params"].update(embed_dim="big"),
+            r"at profiles\.quick\.model_overrides\.npt\.params\.embed_dim: 'big' is not accepted",
+        ),
+        (
+            lambda r: r["search_spaces"]["npt_small"]["knn"]["params"].update(n_jobs=4),
+            r"knn\.params\.n_jobs: 'knn' does not take 'n_jobs' from a search space: tabrepro sets the thread count",
+        ),
+        (
+            lambda r: r["search_spaces"]["bishop_i"].update(
+                bishop_no_decoder={"n_configs": 1, "params": {"decoder": True}}
+            ),
+            r"bishop_no_decoder\.params\.decoder: .*fixed to False by this ablation",
+        ),
+        (
+            lambda r: r["search_spaces"]["npt_small"].update(xgbost={"n_configs": 1, "params": {"max_depth": 3}}),
+            r"at search_spaces\.npt_small\.xgbost: unknown model 'xgbost'; did you mean 'xgboost'",
+        ),
+    ],
+)
 def test_search_space_names_types_and_ranges_are_checked_at_load(mutate, expected):
     with pytest.raises(ParamsError, match=expected):
         params_with(mutate)
@@ -234,8 +287,9 @@ def test_cli_stops_with_one_line_naming_the_misspelt_key(tmp_path):
     assert text.count("max_depth: {choice: [3, 5, 10]}") == 1
     path = tmp_path / "params.yaml"
     path.write_text(text.replace("max_depth: {choice: [3, 5, 10]}", "max_dept: {choice: [3, 5, 10]}"))
-    run = subprocess.run([sys.executable, "-m", "tabrepro", "validate", "--params", str(path)],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "tabrepro", "validate", "--params", str(path)], capture_output=True, text=True
+    )
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "gradient_boosting.params.max_dept" in lines[0]
@@ -260,10 +314,13 @@ def test_dataset_override_substitutes_a_source_with_its_reason():
     assert params.substitute_note("bishop", "adult") is None
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("bank_marketin_sample", "did you mean 'bank_marketing_sample'"),
-    ("protein", "is a regression task"),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("bank_marketin_sample", "did you mean 'bank_marketing_sample'"),
+        ("protein", "is a regression task"),
+    ],
+)
 def test_dataset_override_names_a_bad_source(source, expected):
     def mutate(raw):
         raw["profiles"]["reproduce"]["dataset_overrides"]["bishop"]["bank"]["source"] = source

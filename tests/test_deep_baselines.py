@@ -20,12 +20,17 @@ MODELS: dict[str, type[TabularModel]] = {
 }
 # Small enough that one fit takes well under a second on one CPU thread.
 SMALL_PARAMS: dict[str, dict] = {
-    "tabnet": {"n_d": 8, "n_steps": 2, "batch_size": 64, "virtual_batch_size": 32,
-               "max_epochs": 20, "patience": 20},
-    "ft_transformer": {"n_blocks": 1, "d_block": 16, "attention_n_heads": 4, "lr": 3e-3,
-                       "batch_size": 64, "max_epochs": 25, "patience": 25},
-    "resnet": {"n_blocks": 1, "d_block": 32, "lr": 3e-3, "batch_size": 64, "max_epochs": 25,
-               "patience": 25},
+    "tabnet": {"n_d": 8, "n_steps": 2, "batch_size": 64, "virtual_batch_size": 32, "max_epochs": 20, "patience": 20},
+    "ft_transformer": {
+        "n_blocks": 1,
+        "d_block": 16,
+        "attention_n_heads": 4,
+        "lr": 3e-3,
+        "batch_size": 64,
+        "max_epochs": 25,
+        "patience": 25,
+    },
+    "resnet": {"n_blocks": 1, "d_block": 32, "lr": 3e-3, "batch_size": 64, "max_epochs": 25, "patience": 25},
 }
 TASKS = ("binary", "multiclass", "regression")
 # Two continuous features, a 3-level categorical one-hot group, one more continuous feature.
@@ -162,8 +167,9 @@ def test_categorical_layout_codes_and_checks() -> None:
         CategoricalLayout.from_groups((("continuous", 2),), 2)
 
 
-@pytest.mark.parametrize(("name", "key"), [("tabnet", "seed"), ("tabnet", "device_name"),
-                                           ("ft_transformer", "d_out"), ("resnet", "d_in")])
+@pytest.mark.parametrize(
+    ("name", "key"), [("tabnet", "seed"), ("tabnet", "device_name"), ("ft_transformer", "d_out"), ("resnet", "d_in")]
+)
 def test_settings_owned_by_the_wrapper_cannot_be_searched(name: str, key: str) -> None:
     X_train, y_train, *_ = _problem("binary")
     model = MODELS[name]("binary", {**SMALL_PARAMS[name], key: 1}, seed=0)
@@ -172,12 +178,21 @@ def test_settings_owned_by_the_wrapper_cannot_be_searched(name: str, key: str) -
 
 
 def test_tabnet_settings_translation() -> None:
-    higgs = TabNetModel("binary", {"n_d": 96, "n_a": 32, "n_steps": 8, "lr": 0.025,
-                                   "batch_size": 8192, "virtual_batch_size": 256}, seed=0)
+    higgs = TabNetModel(
+        "binary",
+        {"n_d": 96, "n_a": 32, "n_steps": 8, "lr": 0.025, "batch_size": 8192, "virtual_batch_size": 256},
+        seed=0,
+    )
     fit, schedule, encoding, constructor = higgs._settings()
     assert constructor == {"n_d": 96, "n_a": 32, "n_steps": 8}
-    assert fit == {"batch_size": 8192, "virtual_batch_size": 256, "max_epochs": 100,
-                   "patience": 10, "lr": 0.025, "weight_decay": 0.0}  # unset: library defaults
+    assert fit == {
+        "batch_size": 8192,
+        "virtual_batch_size": 256,
+        "max_epochs": 100,
+        "patience": 10,
+        "lr": 0.025,
+        "weight_decay": 0.0,
+    }  # unset: library defaults
     assert schedule == {} and encoding == "embedding"
     tied = TabNetModel("binary", {"n_d": 24, "scheduler_step_size": 10, "scheduler_gamma": 0.95}, seed=0)
     _, schedule, _, constructor = tied._settings()

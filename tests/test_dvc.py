@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from conftest import REPO, copy_workflow, tiny_profile
 
 BIN = Path(sys.executable).parent
@@ -29,16 +30,21 @@ pytestmark = pytest.mark.skipif(GIT is None, reason="git is needed for a DVC rep
 def _env(tmp: Path) -> dict:
     """The venv's tools first on PATH (stage commands call `snakemake`); no user-level DVC or git config."""
     env = dict(os.environ)
-    env.update({
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-        "DVC_NO_ANALYTICS": "1",
-        "DVC_GLOBAL_CONFIG_DIR": str(tmp / "dvc-global"),
-        "DVC_SYSTEM_CONFIG_DIR": str(tmp / "dvc-system"),
-        "DVC_SITE_CACHE_DIR": str(tmp / "dvc-site-cache"),
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org",
-        "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.org",
-    })
+    env.update(
+        {
+            "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            "DVC_NO_ANALYTICS": "1",
+            "DVC_GLOBAL_CONFIG_DIR": str(tmp / "dvc-global"),
+            "DVC_SYSTEM_CONFIG_DIR": str(tmp / "dvc-system"),
+            "DVC_SITE_CACHE_DIR": str(tmp / "dvc-site-cache"),
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "test",
+            "GIT_AUTHOR_EMAIL": "test@example.org",
+            "GIT_COMMITTER_NAME": "test",
+            "GIT_COMMITTER_EMAIL": "test@example.org",
+        }
+    )
     env.pop("TABREPRO_DATA_DIR", None)  # dvc.yaml tracks the paths of params.yaml
     return env
 
@@ -52,9 +58,22 @@ def run(args: list[str], cwd: Path, env: dict, timeout: int = 120) -> subprocess
 
 def dvc_tiny_profile(raw: dict) -> None:
     raw["profiles"]["dvc_tiny"] = tiny_profile(
-        ["knn", "npt"], description="DVC round-trip test", model_overrides={"npt": {"max_configs": 1, "params": {
-            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 4, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 2}}})
+        ["knn", "npt"],
+        description="DVC round-trip test",
+        model_overrides={
+            "npt": {
+                "max_configs": 1,
+                "params": {
+                    "embed_dim": 8,
+                    "n_layers": 2,
+                    "n_heads": 2,
+                    "max_steps": 4,
+                    "eval_every_epochs": 2,
+                    "checkpoint_every_steps": 2,
+                },
+            }
+        },
+    )
     raw["profile"] = "dvc_tiny"
 
 
@@ -143,8 +162,12 @@ def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     original, restored = tracked_files(work), tracked_files(clone)
     assert sorted(restored) == sorted(original)
     assert restored == original
-    for must in ("data/splits/npt/breast_cancer/splits.json", "data/processed/breast_cancer/table.parquet",
-                 "results/npt/breast_cancer/npt/fold0/weights.pt", "results/tables/npt/table10.csv"):
+    for must in (
+        "data/splits/npt/breast_cancer/splits.json",
+        "data/processed/breast_cancer/table.parquet",
+        "results/npt/breast_cancer/npt/fold0/weights.pt",
+        "results/tables/npt/table10.csv",
+    ):
         assert must in restored
     assert not (clone / "results/npt/breast_cancer/npt/fold0/config0/state").exists()  # .dvcignore
 
@@ -165,13 +188,16 @@ def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     assert "Running stage 'train'" not in single.stdout and "Running stage 'data'" not in single.stdout
     assert "Our AUROC" in (clone / "results/tables/npt/table10.md").read_text()
     after = tracked_files(clone)
-    assert {k for k in original if after[k] != original[k]} <= {f"results/tables/npt/table10.{ext}" for ext in ("md", "tex")}
+    assert {k for k in original if after[k] != original[k]} <= {
+        f"results/tables/npt/table10.{ext}" for ext in ("md", "tex")
+    }
     assert changed_stages(clone, env) == {"report"}  # the report shows the tables: now out of date
 
     # 5. A k-NN hyperparameter changes the train stage only; Snakemake reruns just the k-NN job and
     #    DVC the tables after it.
-    edit_params(clone, lambda raw: raw["search_spaces"]["npt_small"]["knn"]["params"].update(
-        n_neighbors={"choice": [3, 5, 7]}))
+    edit_params(
+        clone, lambda raw: raw["search_spaces"]["npt_small"]["knn"]["params"].update(n_neighbors={"choice": [3, 5, 7]})
+    )
     assert changed_stages(clone, env) == {"train", "report"}
     npt_metrics = clone / "results/npt/breast_cancer/npt/fold0/metrics.json"
     npt_before = npt_metrics.stat().st_mtime_ns

@@ -11,7 +11,6 @@ import yaml
 
 from conftest import REPO, tiny_profile
 from conftest import write_params as write_profile
-
 from tabrepro import feature_sparsity as fs
 from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
@@ -19,9 +18,14 @@ from tabrepro.config import Job, Params, ParamsError
 
 def write_params(tmp_path: Path, sparsity: dict | None = None) -> Path:
     """Profile `tiny` (k-NN and XGBoost on breast cancer, folds 0 and 1) with curves for k-NN."""
+
     def add_sparsity(raw: dict) -> None:
         raw["feature_sparsity"]["tiny"] = sparsity or {
-            "paper": "npt", "models": ["knn"], "fractions": [0.0, 0.3, 0.6], "importance_trees": 20}
+            "paper": "npt",
+            "models": ["knn"],
+            "fractions": [0.0, 0.3, 0.6],
+            "importance_trees": 20,
+        }
 
     profile = tiny_profile(["knn", "xgboost"], max_configs=2, folds=[0, 1])
     return write_profile(tmp_path, profile, mutate=add_sparsity)
@@ -32,8 +36,12 @@ def prepared(tmp_path_factory):
     """Breast cancer prepared and split, with k-NN's main run on folds 0 and 1."""
     tmp_path = tmp_path_factory.mktemp("sparsity")
     params_file = write_params(tmp_path)
-    for command in (["prepare", "breast_cancer"], ["split", "npt", "breast_cancer"],
-                    ["train", "npt", "breast_cancer", "knn", "0"], ["train", "npt", "breast_cancer", "knn", "1"]):
+    for command in (
+        ["prepare", "breast_cancer"],
+        ["split", "npt", "breast_cancer"],
+        ["train", "npt", "breast_cancer", "knn", "0"],
+        ["train", "npt", "breast_cancer", "knn", "1"],
+    ):
         assert main(["--params", str(params_file), "--quiet", *command]) == 0
     return tmp_path, params_file, Params.from_file(params_file)
 
@@ -75,26 +83,37 @@ def test_restricting_features_removes_whole_one_hot_blocks(prepared):
     _, _, params = prepared
     data = load_fold(params, Job("npt", "breast_cancer", "knn", 0))
     wide = fs.restrict_features(data, [0, 2])
-    assert wide.X.shape == (data.X.shape[0], 2) and wide.feature_groups == (data.feature_groups[0], data.feature_groups[2])
+    assert wide.X.shape == (data.X.shape[0], 2) and wide.feature_groups == (
+        data.feature_groups[0],
+        data.feature_groups[2],
+    )
     np.testing.assert_array_equal(wide.X[:, 1], data.X[:, 2])
     # A one-hot block (width 3) goes or stays as a whole.
     import dataclasses
-    grouped = dataclasses.replace(data, X=np.arange(12.0).reshape(2, 6), feature_groups=(("continuous", 1), ("categorical", 3), ("categorical", 2)),
-                                  feature_names=("x", "cat", "z"))
+
+    grouped = dataclasses.replace(
+        data,
+        X=np.arange(12.0).reshape(2, 6),
+        feature_groups=(("continuous", 1), ("categorical", 3), ("categorical", 2)),
+        feature_names=("x", "cat", "z"),
+    )
     narrow = fs.restrict_features(grouped, [1])
     assert narrow.X.tolist() == [[1, 2, 3], [7, 8, 9]] and narrow.feature_names == ("cat",)
 
 
 # ------------------------------------------------------------------------------ settings
-@pytest.mark.parametrize("entry, message", [
-    ({"paper": "npt", "models": ["knn"], "orders": ["random", "best_first"]}, "orders"),
-    ({"paper": "npt", "models": ["knn"], "fractions": [0.5, 0.2]}, "fractions"),
-    ({"paper": "npt", "models": ["catboost"]}, "'catboost' does not run on npt/breast_cancer"),
-    ({"paper": "npt", "models": ["knn"], "datasets": ["brest_cancer"]}, "brest_cancer"),
-    ({"paper": "nips", "models": ["knn"]}, "unknown paper 'nips'"),
-    ({"paper": "npt", "models": ["knn"], "fractions": [0.0, 1.0]}, "fractions"),
-    ({"paper": "npt", "models": ["knn"], "trees": 3}, "trees"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"paper": "npt", "models": ["knn"], "orders": ["random", "best_first"]}, "orders"),
+        ({"paper": "npt", "models": ["knn"], "fractions": [0.5, 0.2]}, "fractions"),
+        ({"paper": "npt", "models": ["catboost"]}, "'catboost' does not run on npt/breast_cancer"),
+        ({"paper": "npt", "models": ["knn"], "datasets": ["brest_cancer"]}, "brest_cancer"),
+        ({"paper": "nips", "models": ["knn"]}, "unknown paper 'nips'"),
+        ({"paper": "npt", "models": ["knn"], "fractions": [0.0, 1.0]}, "fractions"),
+        ({"paper": "npt", "models": ["knn"], "trees": 3}, "trees"),
+    ],
+)
 def test_bad_settings_are_refused_naming_the_key(tmp_path, entry, message):
     params_file = write_params(tmp_path, entry)
     with pytest.raises((fs.SparsityError, ParamsError), match=message):
@@ -105,7 +124,10 @@ def test_plan_follows_the_profile_and_the_entry(prepared):
     _, _, params = prepared
     settings = fs.sparsity_settings(params)
     assert settings is not None and settings.fractions == (0.0, 0.3, 0.6) and settings.orders == fs.ORDERS
-    assert fs.plan_jobs(params, settings) == [Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "knn", 1)]
+    assert fs.plan_jobs(params, settings) == [
+        Job("npt", "breast_cancer", "knn", 0),
+        Job("npt", "breast_cancer", "knn", 1),
+    ]
     assert fs.plan_jobs(params, None) == []
     quick = Params.from_file(REPO / "params.yaml", profile="paper")
     paper = fs.sparsity_settings(quick)
@@ -179,10 +201,15 @@ def test_plot_averages_the_jobs_and_refuses_stale_ones(prepared):
     files = fs.curve_files(params, "npt")
     curves = json.loads(files["summary"].read_text())["curves"]
     assert len(curves) == 3 * 3 and files["png"].read_bytes()[:4] == b"\x89PNG"
-    fold_values = [json.loads(fs.result_path(params, Job("npt", "breast_cancer", "knn", k)).read_text())
-                   for k in (0, 1)]
-    expected = np.mean([next(p["test"]["auroc"] for p in r["points"]
-                             if p["order"] == "random" and p["fraction"] == 0.3) for r in fold_values])
+    fold_values = [
+        json.loads(fs.result_path(params, Job("npt", "breast_cancer", "knn", k)).read_text()) for k in (0, 1)
+    ]
+    expected = np.mean(
+        [
+            next(p["test"]["auroc"] for p in r["points"] if p["order"] == "random" and p["fraction"] == 0.3)
+            for r in fold_values
+        ]
+    )
     got = next(c["mean"] for c in curves if c["order"] == "random" and c["fraction"] == 0.3)
     assert got == pytest.approx(expected)
     with pytest.raises(fs.SparsityError, match="for paper 'npt', not 'bishop'"):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from data_server import DataServer, bypass_proxies
 from tabrepro.data import fetch
 from tabrepro.data.fetch import (
     MANIFEST_NAME,
@@ -28,8 +29,6 @@ from tabrepro.data.fetch import (
 )
 from tabrepro.data.parse import parse_source
 from tabrepro.data.registry import DatasetSource, UnknownDatasetError, source_from_dict
-
-from data_server import DataServer, bypass_proxies
 
 TOY = b"a,b,label\r\n1,x,yes\r\n2,y,no\r\n3,x,yes\r\n4,,no\r\n"
 TOY_SHA = hashlib.sha256(TOY).hexdigest()
@@ -60,22 +59,32 @@ def raw(tmp_path: Path) -> Path:
     return path
 
 
-def toy_source(url: str | None, *, sha256: str | None = TOY_SHA, name: str = "toy",
-               file_name: str = "toy.csv", member: str | None = None,
-               mirror_path: str = "toy/toy.csv", note: str | None = None) -> DatasetSource:
+def toy_source(
+    url: str | None,
+    *,
+    sha256: str | None = TOY_SHA,
+    name: str = "toy",
+    file_name: str = "toy.csv",
+    member: str | None = None,
+    mirror_path: str = "toy/toy.csv",
+    note: str | None = None,
+) -> DatasetSource:
     remote_file: dict[str, Any] = {"name": file_name, "url": url, "mirror_path": mirror_path, "sha256": sha256}
     if member:
         remote_file["member"] = member
-    return source_from_dict(name, {
-        "task": "binary",
-        "source": "url",
-        "files": [remote_file],
-        "format": {"kind": "csv", "header": "infer"},
-        "target": "label",
-        "categorical": ["b"],
-        "expected": {"rows": 4, "features": 2},
-        "note": note,
-    })
+    return source_from_dict(
+        name,
+        {
+            "task": "binary",
+            "source": "url",
+            "files": [remote_file],
+            "format": {"kind": "csv", "header": "infer"},
+            "target": "label",
+            "categorical": ["b"],
+            "expected": {"rows": 4, "features": 2},
+            "note": note,
+        },
+    )
 
 
 def options(**overrides: Any) -> FetchOptions:
@@ -176,8 +185,9 @@ def test_existing_empty_dataset_dir_is_kept_empty(server: DataServer, raw: Path)
     assert tree(raw) == ["toy"]
 
 
-def test_keyboard_interrupt_leaves_no_partial_file(server: DataServer, raw: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keyboard_interrupt_leaves_no_partial_file(
+    server: DataServer, raw: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_read = fetch._read_chunk
     calls = {"n": 0}
 
@@ -307,8 +317,13 @@ def _zip(entries: dict[str, bytes], *, link: str | None = None) -> bytes:
 def test_zip_member_is_extracted_alone(raw: Path) -> None:
     archive = _zip({"toy.csv": TOY, "other.csv": b"x", "../evil.csv": b"evil"})
     with DataServer(files={"/toy/toy.zip": archive}) as srv:
-        source = toy_source(srv.url_for("toy/toy.zip"), sha256=hashlib.sha256(archive).hexdigest(),
-                            file_name="toy.zip", member="toy.csv", mirror_path="toy/toy.zip")
+        source = toy_source(
+            srv.url_for("toy/toy.zip"),
+            sha256=hashlib.sha256(archive).hexdigest(),
+            file_name="toy.zip",
+            member="toy.csv",
+            mirror_path="toy/toy.zip",
+        )
         paths = fetch_source(source, raw, options())
     assert paths == [raw / "toy" / "toy.zip", raw / "toy" / "toy.csv"]
     assert tree(raw) == ["toy", f"toy/{MANIFEST_NAME}", "toy/toy.csv", "toy/toy.zip"]
@@ -363,18 +378,37 @@ TOY_ARFF = b"""% fabricated for tests
 """
 
 
-def openml_files(task_id: int, dataset_id: int = 4242, file_id: int = 777, *,
-                 task_type: str = "Supervised Classification", md5: str | None = None) -> dict[str, bytes]:
-    task = {"task": {"task_id": str(task_id), "task_type": task_type, "input": [
-        {"name": "source_data", "data_set": {"data_set_id": str(dataset_id), "target_feature": "y"}},
-        {"name": "estimation_procedure", "estimation_procedure": {"type": "crossvalidation"}},
-    ]}}
-    data = {"data_set_description": {
-        "id": str(dataset_id), "name": "toy", "format": "ARFF", "file_id": str(file_id),
-        "md5_checksum": md5 or hashlib.md5(TOY_ARFF).hexdigest(),
-        "url": f"https://api.openml.invalid/data/v1/download/{file_id}/toy.arff",
-        "default_target_attribute": "colour", "row_id_attribute": "row_id", "ignore_attribute": ["leak"],
-    }}
+def openml_files(
+    task_id: int,
+    dataset_id: int = 4242,
+    file_id: int = 777,
+    *,
+    task_type: str = "Supervised Classification",
+    md5: str | None = None,
+) -> dict[str, bytes]:
+    task = {
+        "task": {
+            "task_id": str(task_id),
+            "task_type": task_type,
+            "input": [
+                {"name": "source_data", "data_set": {"data_set_id": str(dataset_id), "target_feature": "y"}},
+                {"name": "estimation_procedure", "estimation_procedure": {"type": "crossvalidation"}},
+            ],
+        }
+    }
+    data = {
+        "data_set_description": {
+            "id": str(dataset_id),
+            "name": "toy",
+            "format": "ARFF",
+            "file_id": str(file_id),
+            "md5_checksum": md5 or hashlib.md5(TOY_ARFF).hexdigest(),
+            "url": f"https://api.openml.invalid/data/v1/download/{file_id}/toy.arff",
+            "default_target_attribute": "colour",
+            "row_id_attribute": "row_id",
+            "ignore_attribute": ["leak"],
+        }
+    }
     return {
         f"/api/v1/json/task/{task_id}": json.dumps(task).encode(),
         f"/api/v1/json/data/{dataset_id}": json.dumps(data).encode(),
@@ -433,8 +467,9 @@ def test_missing_mirror_copy_does_not_hide_a_network_failure(tmp_path: Path, raw
     with DataServer(files={}) as canonical:
         canonical.fail_then_ok("toy/toy.csv", failures=99, status=502)
         with pytest.raises(FetchError) as info:
-            fetch_source(toy_source(canonical.url_for("toy/toy.csv")), raw,
-                         options(mirror=str(tmp_path / "empty"), retries=0))
+            fetch_source(
+                toy_source(canonical.url_for("toy/toy.csv")), raw, options(mirror=str(tmp_path / "empty"), retries=0)
+            )
     assert type(info.value) is FetchError
     assert str(info.value).startswith("dataset 'toy', file toy.csv: HTTP 502")
     assert "not found in mirror" in str(info.value)

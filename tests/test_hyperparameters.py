@@ -22,9 +22,18 @@ from tabrepro.npt.config import NPTConfig
 # A valid value for every name a wrapper reads itself (not a library keyword), small enough to fit
 # in a moment on 60 rows.
 WRAPPER_VALUES = {
-    "max_epochs": 2, "patience": 1, "batch_size": 16, "virtual_batch_size": 8, "lr": 0.01,
-    "weight_decay": 0.0, "lr_scheduler": True, "lr_patience": 1, "scheduler_step_size": 1,
-    "scheduler_gamma": 0.9, "cat_encoding": "one_hot", "solver": "adam",
+    "max_epochs": 2,
+    "patience": 1,
+    "batch_size": 16,
+    "virtual_batch_size": 8,
+    "lr": 0.01,
+    "weight_decay": 0.0,
+    "lr_scheduler": True,
+    "lr_patience": 1,
+    "scheduler_step_size": 1,
+    "scheduler_gamma": 0.9,
+    "cat_encoding": "one_hot",
+    "solver": "adam",
 }
 LIBRARY_MODELS = [m for m in MODEL_NAMES if MODEL_REGISTRY[m].declared_hyperparameters().library is not None]
 
@@ -40,7 +49,8 @@ def test_manifest_matches_the_installed_libraries():
     """Regenerating hyperparameters.json from the installed libraries gives the committed file, so a
     version bump that adds, removes or retypes a parameter cannot go unnoticed."""
     assert hp._dump(hp.build_manifest()) == hp.MANIFEST_PATH.read_text(), (
-        "run `python -m tabrepro.models.hyperparameters --write` and review the diff")
+        "run `python -m tabrepro.models.hyperparameters --write` and review the diff"
+    )
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
@@ -101,8 +111,17 @@ def _first_values(params: dict) -> dict:
             spec = body[0] if kind == "choice" else (body[0] + body[1]) / 2
             spec = int(spec) if kind.endswith("int") else spec
         config[name] = tuple(spec) if isinstance(spec, list) else spec
-    small = {"n_estimators": 5, "iterations": 5, "max_epochs": 2, "patience": 1, "batch_size": 16,
-             "virtual_batch_size": 8, "n_blocks": 1, "d_block": 8, "hidden_layer_sizes": (8,)}
+    small = {
+        "n_estimators": 5,
+        "iterations": 5,
+        "max_epochs": 2,
+        "patience": 1,
+        "batch_size": 16,
+        "virtual_batch_size": 8,
+        "n_blocks": 1,
+        "d_block": 8,
+        "hidden_layer_sizes": (8,),
+    }
     return {name: small.get(name, value) for name, value in config.items()}
 
 
@@ -115,8 +134,11 @@ def test_library_values_params_yaml_uses_fit(model):
     from tabrepro.config import REPO_ROOT
 
     raw = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
-    configs = {str(_first_values(space[model]["params"])): _first_values(space[model]["params"])
-               for space in raw["search_spaces"].values() if model in space}
+    configs = {
+        str(_first_values(space[model]["params"])): _first_values(space[model]["params"])
+        for space in raw["search_spaces"].values()
+        if model in space
+    }
     assert configs, f"params.yaml sets nothing for {model}"
     X, y, Xv, yv = _data("binary")
     for config in configs.values():
@@ -132,8 +154,11 @@ def test_torch_training_rules_cover_the_training_loop():
 def _numeric_ranges(rules):
     for name, rule in rules.items():
         for alternative in rule:
-            if alternative.type in ("int", "float") and alternative.options is None and (
-                    alternative.low is not None or alternative.high is not None):
+            if (
+                alternative.type in ("int", "float")
+                and alternative.options is None
+                and (alternative.low is not None or alternative.high is not None)
+            ):
                 yield name, alternative
 
 
@@ -179,13 +204,16 @@ def test_every_config_field_but_the_seed_is_declared():
     assert problem is not None and "fixed to False by this ablation" in problem[1]
 
 
-@pytest.mark.parametrize("params, path, text", [
-    ({"max_depth": {"choice": [3, "five"]}}, ["max_depth", "choice", 1], "'five' is not accepted"),
-    ({"max_depth": True}, ["max_depth"], "True is not accepted"),
-    ({"subsample": {"uniform": [0.5, 1.5]}}, ["subsample", "uniform"], "reaches values"),
-    ({"learning_rate": {"log_uniform": [0.001, 2.0]}}, ["learning_rate", "log_uniform"], "reaches values"),
-    ({"n_estimators": {"int": [0, 10]}}, ["n_estimators", "int"], "reaches values"),
-])
+@pytest.mark.parametrize(
+    "params, path, text",
+    [
+        ({"max_depth": {"choice": [3, "five"]}}, ["max_depth", "choice", 1], "'five' is not accepted"),
+        ({"max_depth": True}, ["max_depth"], "True is not accepted"),
+        ({"subsample": {"uniform": [0.5, 1.5]}}, ["subsample", "uniform"], "reaches values"),
+        ({"learning_rate": {"log_uniform": [0.001, 2.0]}}, ["learning_rate", "log_uniform"], "reaches values"),
+        ({"n_estimators": {"int": [0, 10]}}, ["n_estimators", "int"], "reaches values"),
+    ],
+)
 def test_values_outside_the_declared_types_and_ranges_are_refused(params, path, text):
     problem = check_params("xgboost", params, {"classification"}, _did_you_mean)
     assert problem is not None
@@ -193,8 +221,12 @@ def test_values_outside_the_declared_types_and_ranges_are_refused(params, path, 
 
 
 def test_task_branches_are_checked_against_their_own_estimator():
-    good = {"criterion": {"classification": {"choice": ["gini", "entropy"]},
-                          "regression": {"choice": ["squared_error", "absolute_error"]}}}
+    good = {
+        "criterion": {
+            "classification": {"choice": ["gini", "entropy"]},
+            "regression": {"choice": ["squared_error", "absolute_error"]},
+        }
+    }
     assert check_params("random_forest", good, {"classification", "regression"}, _did_you_mean) is None
     bad = {"criterion": {"classification": {"choice": ["gini", "squared_error"]}, "regression": "squared_error"}}
     path, message = check_params("random_forest", bad, {"classification"}, _did_you_mean)
@@ -206,8 +238,10 @@ def test_task_branches_are_checked_against_their_own_estimator():
 
 
 def test_translations_and_continuous_range_ends():
-    assert check_params("random_forest", {"max_features": {"choice": ["sqrt", "all", 0.5, 3]}}, None,
-                        _did_you_mean) is None
+    assert (
+        check_params("random_forest", {"max_features": {"choice": ["sqrt", "all", 0.5, 3]}}, None, _did_you_mean)
+        is None
+    )
     assert check_params("random_forest", {"max_features": 1.5}, None, _did_you_mean) is not None
     # LightGBM's subsample is in (0, 1]; a continuous draw never lands exactly on 0.0.
     assert check_params("lightgbm", {"subsample": {"uniform": [0.0, 1.0]}}, None, _did_you_mean) is None

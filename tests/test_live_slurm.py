@@ -42,16 +42,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP
 
 PROFILE = "slurm_live"
 FOLDS = (0, 1)
-NPT_STEPS = 60          # one progress line per 3 steps (max_steps // 20), each right after a checkpoint
+NPT_STEPS = 60  # one progress line per 3 steps (max_steps // 20), each right after a checkpoint
 NPT_CHECKPOINT = 3
-INTERRUPT_AT_STEP = 6   # interrupt once the log shows this step: two checkpoints are on disk
-CANCELLED_FOLD = 0      # scancel -> Snakemake's retry resubmits it (attempt 2)
-REQUEUED_FOLD = 1       # scontrol requeue -> Slurm reruns the same job id (preemption)
-RUN_TIMEOUT = 600       # the run took 466 s on a 2-core machine shared with other CPU-heavy work
+INTERRUPT_AT_STEP = 6  # interrupt once the log shows this step: two checkpoints are on disk
+CANCELLED_FOLD = 0  # scancel -> Snakemake's retry resubmits it (attempt 2)
+REQUEUED_FOLD = 1  # scontrol requeue -> Slurm reruns the same job id (preemption)
+RUN_TIMEOUT = 600  # the run took 466 s on a 2-core machine shared with other CPU-heavy work
 # Test-only speed-ups, given on the command line beside the committed profile.
-FAST = ["--slurm-init-seconds-before-status-checks", "2", "--latency-wait", "5",
-        # The recipe docs/cluster.md gives for a separate GPU partition, checked below.
-        "--set-resources", "train_config:slurm_partition=gpu"]
+FAST = [
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--latency-wait",
+    "5",
+    # The recipe docs/cluster.md gives for a separate GPU partition, checked below.
+    "--set-resources",
+    "train_config:slurm_partition=gpu",
+]
 
 
 def npt_job_dir(fold: int) -> str:
@@ -64,10 +70,24 @@ def npt_log(fold: int) -> str:
 
 def live_profile(raw: dict) -> None:
     raw["profiles"][PROFILE] = tiny_profile(
-        ["knn", "npt"], description="live Slurm test", max_configs=2, folds=list(FOLDS),
-        model_overrides={"npt": {"max_configs": 1, "params": {
-            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": NPT_STEPS,
-            "eval_every_epochs": 10, "checkpoint_every_steps": NPT_CHECKPOINT}}})
+        ["knn", "npt"],
+        description="live Slurm test",
+        max_configs=2,
+        folds=list(FOLDS),
+        model_overrides={
+            "npt": {
+                "max_configs": 1,
+                "params": {
+                    "embed_dim": 8,
+                    "n_layers": 2,
+                    "n_heads": 2,
+                    "max_steps": NPT_STEPS,
+                    "eval_every_epochs": 10,
+                    "checkpoint_every_steps": NPT_CHECKPOINT,
+                },
+            }
+        },
+    )
     raw["profile"] = PROFILE
 
 
@@ -104,7 +124,7 @@ def running_job(cluster: SlurmCluster, rule: str, wildcards: str):
 @dataclass
 class Interruption:
     fold: int
-    how: str                      # "scancel" or "requeue"
+    how: str  # "scancel" or "requeue"
     job_id: str = ""
     step_seen: int = 0
     done: bool = False
@@ -122,19 +142,24 @@ class LiveRun:
     reference_errors: list[str] = field(default_factory=list)
 
     def sbatch_calls(self) -> list[str]:
-        return [line.split("sbatch call:", 1)[1].strip() for line in self.output.splitlines()
-                if "sbatch call:" in line]
+        return [line.split("sbatch call:", 1)[1].strip() for line in self.output.splitlines() if "sbatch call:" in line]
 
 
-def run_snakemake(cluster: SlurmCluster, work: Path, args: list[str], name: str, timeout: float,
-                  on_poll=None) -> tuple[int, str, float]:
+def run_snakemake(
+    cluster: SlurmCluster, work: Path, args: list[str], name: str, timeout: float, on_poll=None
+) -> tuple[int, str, float]:
     """`snakemake --profile slurm ARGS` with FAST flags; SIGINT, then SIGKILL, past the timeout."""
     out_path = work / f"{name}.out"
     started = time.monotonic()
     with open(out_path, "wb") as out:
-        proc = subprocess.Popen([str(SNAKEMAKE), "--profile", "slurm", *FAST, "--verbose", *args],
-                                cwd=work, env=cluster.env(), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(SNAKEMAKE), "--profile", "slurm", *FAST, "--verbose", *args],
+            cwd=work,
+            env=cluster.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         try:
             while proc.poll() is None:
                 if time.monotonic() - started > timeout:
@@ -165,18 +190,39 @@ def cluster():
 @pytest.fixture(scope="module")
 def live(cluster, tmp_path_factory):
     work = copy_workflow_with_profile(tmp_path_factory.mktemp("live_slurm"))
-    interruptions = {CANCELLED_FOLD: Interruption(CANCELLED_FOLD, "scancel"),
-                     REQUEUED_FOLD: Interruption(REQUEUED_FOLD, "requeue")}
+    interruptions = {
+        CANCELLED_FOLD: Interruption(CANCELLED_FOLD, "scancel"),
+        REQUEUED_FOLD: Interruption(REQUEUED_FOLD, "requeue"),
+    }
     # Uninterrupted reference runs of the same NPT configurations, on this machine's CPU, with
     # their own data directory (same seed, so the same splits); they overlap with the Slurm run.
     reference_dirs = {fold: work / "reference" / f"fold{fold}" for fold in interruptions}
     cli = [PYTHON, "-m", "tabrepro", "--params", "params.yaml", "--profile", PROFILE, "--quiet"]
     steps = [cli + ["prepare", "breast_cancer"], cli + ["split", "npt", "breast_cancer"]]
-    steps += [cli + ["train-config", "npt", "breast_cancer", "npt", str(fold), "0", "--threads", "1",
-                     "--output-dir", str(out_dir)] for fold, out_dir in reference_dirs.items()]
-    reference = subprocess.Popen(["sh", "-c", " && ".join(shlex.join(step) for step in steps)], cwd=work,
-                                 env={**os.environ, "TABREPRO_DATA_DIR": str(work / "reference" / "data")},
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    steps += [
+        cli
+        + [
+            "train-config",
+            "npt",
+            "breast_cancer",
+            "npt",
+            str(fold),
+            "0",
+            "--threads",
+            "1",
+            "--output-dir",
+            str(out_dir),
+        ]
+        for fold, out_dir in reference_dirs.items()
+    ]
+    reference = subprocess.Popen(
+        ["sh", "-c", " && ".join(shlex.join(step) for step in steps)],
+        cwd=work,
+        env={**os.environ, "TABREPRO_DATA_DIR": str(work / "reference" / "data")},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
     def on_poll():
         for intr in interruptions.values():
@@ -255,6 +301,7 @@ def test_gpu_jobs_request_a_gpu_and_cpu_jobs_do_not(live):
 
 def _weights(path: Path) -> dict:
     import torch
+
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
@@ -264,6 +311,7 @@ def _assert_same_weights_as_reference(live: LiveRun, fold: int) -> None:
     ref = _weights(live.reference_dirs[fold] / "weights.pt")
     assert ours.keys() == ref.keys()
     import torch
+
     differing = [k for k in ours if not torch.equal(ours[k], ref[k])]
     assert not differing, f"fold {fold}: weights differ from the uninterrupted run in {differing[:5]}"
     ours_result = json.loads((live.work / npt_job_dir(fold) / "config0/result.json").read_text())
@@ -318,8 +366,9 @@ def test_forcerun_of_one_target_submits_exactly_one_job(live):
     target = "results/npt/breast_cancer/knn/fold0/metrics.json"
     before = json.loads((live.work / target).read_text())
     jobs_before = {j.id for j in live.cluster.jobs()}
-    returncode, output, seconds = run_snakemake(live.cluster, live.work, ["--forcerun", target, "--", target],
-                                                "forcerun", 240)
+    returncode, output, seconds = run_snakemake(
+        live.cluster, live.work, ["--forcerun", target, "--", target], "forcerun", 240
+    )
     assert returncode == 0, output[-6000:]
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", output)
     new_jobs = [j for j in live.cluster.jobs() if j.id not in jobs_before]
@@ -327,5 +376,7 @@ def test_forcerun_of_one_target_submits_exactly_one_job(live):
     assert new_jobs[0].rule == "train" and new_jobs[0].comment.endswith("_knn_0")
     after = json.loads((live.work / target).read_text())
     assert after["metrics"] == before["metrics"]
-    print(f"\nsingle-target rerun: {len(submitted)} Slurm job ({seconds:.0f} s):",
-          next(text for text in output.splitlines() if "has been submitted with SLURM jobid" in text).strip())
+    print(
+        f"\nsingle-target rerun: {len(submitted)} Slurm job ({seconds:.0f} s):",
+        next(text for text in output.splitlines() if "has been submitted with SLURM jobid" in text).strip(),
+    )

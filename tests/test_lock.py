@@ -18,6 +18,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
 from conftest import REPO
 
 LOCK = REPO / "requirements.lock"
@@ -159,8 +160,7 @@ def load_lock() -> dict[str, LockEntry]:
 
 _TOY_PYPROJECT = {
     "build-system": {"requires": ["setuptools>=77"]},
-    "project": {"dependencies": ["torch==2.13.0", "dvc==3.67.1"],
-                "optional-dependencies": {"test": ["pytest==9.2.0"]}},
+    "project": {"dependencies": ["torch==2.13.0", "dvc==3.67.1"], "optional-dependencies": {"test": ["pytest==9.2.0"]}},
 }
 _TOY_LOCK = """\
 dvc==3.67.1 \\
@@ -191,10 +191,19 @@ def test_checks_accept_an_agreeing_toy_lock():
 
 
 def test_checks_name_a_changed_pin_a_missing_package_a_loose_pin_and_an_orphan():
-    lock = parse_lock(_TOY_LOCK.replace("dvc==3.67.1", "dvc==3.60.0").replace("setuptools==84.2.1", "setuptools==70.0")
-                      + "stray==1.0 \\\n    --hash=sha256:" + "1" * 64 + "\n")
-    toy = {**_TOY_PYPROJECT, "project": {**_TOY_PYPROJECT["project"],
-                                         "dependencies": ["torch==2.13.0", "dvc==3.67.1", "entmax==1.3", "numpy>=2"]}}
+    lock = parse_lock(
+        _TOY_LOCK.replace("dvc==3.67.1", "dvc==3.60.0").replace("setuptools==84.2.1", "setuptools==70.0")
+        + "stray==1.0 \\\n    --hash=sha256:"
+        + "1" * 64
+        + "\n"
+    )
+    toy = {
+        **_TOY_PYPROJECT,
+        "project": {
+            **_TOY_PYPROJECT["project"],
+            "dependencies": ["torch==2.13.0", "dvc==3.67.1", "entmax==1.3", "numpy>=2"],
+        },
+    }
     problems = pin_disagreements(toy, lock)
     assert problems == [
         "pyproject.toml pins dvc==3.67.1, requirements.lock pins dvc==3.60.0",
@@ -238,9 +247,11 @@ def test_the_lock_holds_exactly_what_the_installed_packages_need():
     """Checked against the real metadata of the environment running the tests (installed from the
     lock by `make venv`): nothing the project needs is missing, nothing else is listed."""
     lock = load_lock()
-    wrong_version = [f"{name}: {metadata.version(name)} installed, {entry.version} locked"
-                     for name, entry in lock.items()
-                     if _installed_version(name) not in (Version(entry.version), None)]
+    wrong_version = [
+        f"{name}: {metadata.version(name)} installed, {entry.version} locked"
+        for name, entry in lock.items()
+        if _installed_version(name) not in (Version(entry.version), None)
+    ]
     assert wrong_version == [], "this environment was not installed from requirements.lock (make venv)"
     pyproject = load_pyproject()
     needed = installed_closure(direct_requirements(pyproject) + build_requirements(pyproject))

@@ -124,9 +124,7 @@ def test_single_class_training_set_gives_constant_model() -> None:
 def test_different_seeds_change_a_random_model() -> None:
     X_train, y_train, X_val, y_val, X_test, _ = _problem("regression")
     preds = [
-        create_model("random_forest", "regression", {"n_estimators": 5}, seed=s)
-        .fit(X_train, y_train)
-        .predict(X_test)
+        create_model("random_forest", "regression", {"n_estimators": 5}, seed=s).fit(X_train, y_train).predict(X_test)
         for s in (0, 1)
     ]
     assert not np.array_equal(*preds)
@@ -188,9 +186,16 @@ def test_search_space_translations_and_owned_settings_reach_the_estimator(
 
 @pytest.mark.parametrize(
     ("name", "owned"),
-    [("catboost", "random_seed"), ("catboost", "thread_count"), ("lightgbm", "deterministic"),
-     ("xgboost", "n_jobs"), ("gradient_boosting", "random_state"), ("knn", "n_jobs"),
-     ("mlp", "max_iter"), ("random_forest", "verbose")],
+    [
+        ("catboost", "random_seed"),
+        ("catboost", "thread_count"),
+        ("lightgbm", "deterministic"),
+        ("xgboost", "n_jobs"),
+        ("gradient_boosting", "random_state"),
+        ("knn", "n_jobs"),
+        ("mlp", "max_iter"),
+        ("random_forest", "verbose"),
+    ],
 )
 def test_owned_settings_cannot_come_from_a_search_space(name: str, owned: str) -> None:
     X_train, y_train, *_ = _problem("binary")
@@ -219,8 +224,14 @@ def test_mlp_early_stopping_restores_best_epoch() -> None:
 
 def test_mlp_schedule_and_epoch_overrides_from_params() -> None:
     X_train, y_train, X_val, y_val, *_ = _problem("binary")
-    params = {"solver": "sgd", "learning_rate": "invscaling", "learning_rate_init": 0.1,
-              "max_epochs": 3, "patience": 2, "hidden_layer_sizes": [8]}
+    params = {
+        "solver": "sgd",
+        "learning_rate": "invscaling",
+        "learning_rate_init": 0.1,
+        "max_epochs": 3,
+        "patience": 2,
+        "hidden_layer_sizes": [8],
+    }
     model = create_model("mlp", "binary", params, seed=0).fit(X_train, y_train, X_val, y_val)
     assert model.fit_info_["epochs"] <= 3
     optimizer_lr = model._estimator._optimizer.learning_rate
@@ -231,8 +242,7 @@ def test_mlp_schedule_and_epoch_overrides_from_params() -> None:
 
 def test_mlp_divergence_restores_the_last_finite_epoch() -> None:
     X_train, y_train, X_val, y_val, X_test, _ = _problem("regression")
-    params = {"solver": "sgd", "learning_rate_init": 1e6, "momentum": 0.0,
-              "hidden_layer_sizes": (8,), "max_epochs": 5}
+    params = {"solver": "sgd", "learning_rate_init": 1e6, "momentum": 0.0, "hidden_layer_sizes": (8,), "max_epochs": 5}
     model = create_model("mlp", "regression", params, seed=0).fit(X_train, y_train, X_val, y_val)
     assert model.fit_info_["diverged"] and not model.fit_info_["used_prior"]
     assert model.fit_info_["best_epoch"] < model.fit_info_["epochs"]

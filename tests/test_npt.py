@@ -12,8 +12,7 @@ import torch
 
 from tabrepro.npt import NPTConfig, NPTModel, NPTTable, NPTTrainer, categorical, continuous
 from tabrepro.npt.estimator import NPTEstimator, decode_features
-from tabrepro.npt.masking import (TEST, TRAIN, VAL, batch_plan, draw_masks, entry_losses,
-                                  feature_loss_weight, npt_loss)
+from tabrepro.npt.masking import TEST, TRAIN, VAL, batch_plan, draw_masks, entry_losses, feature_loss_weight, npt_loss
 from tabrepro.npt.model import dropout_mask
 from tabrepro.npt.optim import Lamb, Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
@@ -21,12 +20,12 @@ from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 torch.set_num_threads(1)
 
 TINY = {"embed_dim": 8, "n_layers": 4, "n_heads": 2, "eval_every_epochs": 1, "device": "cpu"}
-ATTRIBUTES = (continuous("a"), categorical(3, "b"), continuous("c"), continuous("d"),
-              categorical(2, "target"))
+ATTRIBUTES = (continuous("a"), categorical(3, "b"), continuous("c"), continuous("d"), categorical(2, "target"))
 
 
-def make_table(n: int = 60, seed: int = 0, attributes=ATTRIBUTES, fractions=(0.6, 0.2),
-               missing_rate: float = 0.0) -> NPTTable:
+def make_table(
+    n: int = 60, seed: int = 0, attributes=ATTRIBUTES, fractions=(0.6, 0.2), missing_rate: float = 0.0
+) -> NPTTable:
     generator = torch.Generator().manual_seed(seed)
     values = torch.randn((n, len(attributes)), generator=generator)
     for j, attribute in enumerate(attributes):
@@ -42,7 +41,7 @@ def make_table(n: int = 60, seed: int = 0, attributes=ATTRIBUTES, fractions=(0.6
     order = torch.randperm(n, generator=generator)
     n_train, n_val = int(fractions[0] * n), int(fractions[1] * n)
     roles[order[:n_train]] = TRAIN
-    roles[order[n_train:n_train + n_val]] = VAL
+    roles[order[n_train : n_train + n_val]] = VAL
     return NPTTable(attributes, values, roles)
 
 
@@ -60,11 +59,14 @@ def weights_equal(a: dict, b: dict) -> bool:
 
 
 # --------------------------------------------------------------------------- model
-@pytest.mark.parametrize("options", [
-    {},
-    {"attention_scale": "full_width", "kv_from_normalised": False, "residual_bias": True},
-    {"onednn_linear": False},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"attention_scale": "full_width", "kv_from_normalised": False, "residual_bias": True},
+        {"onednn_linear": False},
+    ],
+)
 def test_rows_permutation_equivariance(options):
     config = NPTConfig(**TINY, **options)
     torch.manual_seed(0)
@@ -173,8 +175,7 @@ def test_test_labels_change_nothing(batch_size):
     table = make_table(60)
     flipped = with_test_labels(table, 1.0 - table.labels)
     assert torch.equal(table.inputs, flipped.inputs)
-    config = NPTConfig(**TINY, max_steps=8, p_target=0.5, batch_size=batch_size,
-                       stratify_batches=True)
+    config = NPTConfig(**TINY, max_steps=8, p_target=0.5, batch_size=batch_size, stratify_batches=True)
     runs = []
     for data in (table, flipped):
         trainer = NPTTrainer(data.attributes, config)
@@ -224,8 +225,7 @@ def test_masking_rates_and_90_10_rule():
             assert abs(float(drawn.mean())) < 0.15 and abs(float(drawn.std()) - 1) < 0.15
 
     # Feature masking restricted to training rows when asked.
-    only_train = draw_masks(table, config.replace(feature_mask_non_train=False),
-                            torch.Generator().manual_seed(3))
+    only_train = draw_masks(table, config.replace(feature_mask_non_train=False), torch.Generator().manual_seed(3))
     assert not torch.any(only_train.feature_selected[~train])
 
 
@@ -261,11 +261,19 @@ def test_losses_are_normalised_by_their_own_counts():
     attributes = (continuous(), categorical(3), categorical(2))
     generator = torch.Generator().manual_seed(0)
     n = 8
-    outputs = [torch.randn(n, 1, generator=generator), torch.randn(n, 3, generator=generator),
-               torch.randn(n, 2, generator=generator)]
-    truth = torch.stack([torch.randn(n, generator=generator),
-                         torch.randint(0, 3, (n,), generator=generator).float(),
-                         torch.randint(0, 2, (n,), generator=generator).float()], dim=1)
+    outputs = [
+        torch.randn(n, 1, generator=generator),
+        torch.randn(n, 3, generator=generator),
+        torch.randn(n, 2, generator=generator),
+    ]
+    truth = torch.stack(
+        [
+            torch.randn(n, generator=generator),
+            torch.randint(0, 3, (n,), generator=generator).float(),
+            torch.randint(0, 2, (n,), generator=generator).float(),
+        ],
+        dim=1,
+    )
     target_selected = torch.tensor([1, 1, 0, 0, 1, 0, 0, 0], dtype=torch.bool)
     feature_selected = torch.zeros(n, 3, dtype=torch.bool)
     feature_selected[[0, 3, 5], 0] = True
@@ -274,19 +282,26 @@ def test_losses_are_normalised_by_their_own_counts():
     terms = npt_loss(outputs, truth, target_selected, feature_selected, attributes, lam=0.25)
     ce = torch.nn.functional.cross_entropy
     expected_target = ce(outputs[2][target_selected], truth[target_selected, 2].long())
-    feature_terms = torch.cat([
-        (outputs[0][[0, 3, 5], 0] - truth[[0, 3, 5], 0]) ** 2,
-        ce(outputs[1][[1, 2]], truth[[1, 2], 1].long(), reduction="none"),
-    ])
+    feature_terms = torch.cat(
+        [
+            (outputs[0][[0, 3, 5], 0] - truth[[0, 3, 5], 0]) ** 2,
+            ce(outputs[1][[1, 2]], truth[[1, 2], 1].long(), reduction="none"),
+        ]
+    )
     torch.testing.assert_close(terms.target, expected_target)
     torch.testing.assert_close(terms.feature, feature_terms.mean())
     torch.testing.assert_close(terms.total, 0.75 * expected_target + 0.25 * feature_terms.mean())
     assert float(terms.n_target) == 3 and float(terms.n_feature) == 5
 
     # Duplicating the batch leaves both (normalised) terms unchanged.
-    doubled = npt_loss([torch.cat([o, o]) for o in outputs], torch.cat([truth, truth]),
-                       torch.cat([target_selected] * 2), torch.cat([feature_selected] * 2),
-                       attributes, lam=0.25)
+    doubled = npt_loss(
+        [torch.cat([o, o]) for o in outputs],
+        torch.cat([truth, truth]),
+        torch.cat([target_selected] * 2),
+        torch.cat([feature_selected] * 2),
+        attributes,
+        lam=0.25,
+    )
     torch.testing.assert_close(doubled.total, terms.total)
 
     # Unselected entries get exactly zero gradient.
@@ -322,8 +337,10 @@ def reference_lamb_step(p, g, m, v, step, lr, betas=(0.9, 0.999), eps=1e-6, wd=0
 def test_lamb_matches_reference(weight_decay, implementation, monkeypatch):
     monkeypatch.setattr(Lamb, "CHUNK", 4)  # several chunks per tensor
     generator = torch.Generator().manual_seed(0)
-    params = [torch.randn(5, 3, generator=generator, dtype=torch.float64).requires_grad_(),
-              torch.zeros(4, dtype=torch.float64, requires_grad=True)]
+    params = [
+        torch.randn(5, 3, generator=generator, dtype=torch.float64).requires_grad_(),
+        torch.zeros(4, dtype=torch.float64, requires_grad=True),
+    ]
     reference = [(p.detach().clone(), torch.zeros_like(p), torch.zeros_like(p)) for p in params]
     optimizer = Lamb(params, lr=0.01, weight_decay=weight_decay, implementation=implementation)
     for step in range(1, 4):
@@ -331,8 +348,9 @@ def test_lamb_matches_reference(weight_decay, implementation, monkeypatch):
         for p, g in zip(params, grads):
             p.grad = g.clone()
         optimizer.step()
-        reference = [reference_lamb_step(p, g, m, v, step, 0.01, wd=weight_decay)
-                     for (p, m, v), g in zip(reference, grads)]
+        reference = [
+            reference_lamb_step(p, g, m, v, step, 0.01, wd=weight_decay) for (p, m, v), g in zip(reference, grads)
+        ]
         for p, (expected, _, _) in zip(params, reference):
             torch.testing.assert_close(p.detach(), expected)
 
@@ -398,8 +416,7 @@ class Interrupt(Exception):
 @pytest.mark.parametrize("batch_size,kill_at", [(None, 7), (25, 8)])
 def test_kill_and_resume_reaches_identical_weights(tmp_path: Path, batch_size, kill_at):
     table = make_table(60)
-    config = NPTConfig(**TINY, max_steps=12, batch_size=batch_size, checkpoint_every_steps=5,
-                       p_target=0.5)
+    config = NPTConfig(**TINY, max_steps=12, batch_size=batch_size, checkpoint_every_steps=5, p_target=0.5)
 
     reference = NPTTrainer(table.attributes, config)
     expected = reference.fit(table)
@@ -455,8 +472,7 @@ def test_resume_refuses_an_unknown_checkpoint_format(tmp_path: Path):
         NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
 
 
-@pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"),
-                    reason="no oneDNN linear op in this build")
+@pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"), reason="no oneDNN linear op in this build")
 def test_flop_counter_counts_the_onednn_linear():
     from tabrepro.npt.model import Linear
     from tabrepro.torch_utils import flop_counter
@@ -478,12 +494,15 @@ def test_model_selection_keeps_best_validation_weights():
     assert trainer.split_loss(outputs, VAL) == pytest.approx(result.best_val_loss, rel=1e-6)
 
 
-@pytest.mark.parametrize("options", [
-    {"bf16_autocast": True},
-    {"bf16_autocast": True, "kv_from_normalised": False, "grad_clip": "value"},
-    {"lr_schedule": "cosine_cyclic", "attention_dropout": 0.0, "p_feature": 0.0},
-    {"lr_schedule": "polynomial", "semi_supervised": False, "batch_size": 20},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"bf16_autocast": True},
+        {"bf16_autocast": True, "kv_from_normalised": False, "grad_clip": "value"},
+        {"lr_schedule": "cosine_cyclic", "attention_dropout": 0.0, "p_feature": 0.0},
+        {"lr_schedule": "polynomial", "semi_supervised": False, "batch_size": 20},
+    ],
+)
 def test_training_variants_run(options):
     table = make_table(60)
     result = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=4, **options)).fit(table)
@@ -495,8 +514,7 @@ def test_training_variants_run(options):
 
 def test_without_semi_supervision_training_batches_hold_training_rows_only():
     table = make_table(60)
-    trainer = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=2, semi_supervised=False,
-                                                     batch_size=10))
+    trainer = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=2, semi_supervised=False, batch_size=10))
     trainer.prepare(table)
     for rows in trainer._epoch_plan(0).batches:
         assert torch.all(table.split[rows] == TRAIN)
@@ -523,9 +541,17 @@ def lookup_batch(generator: torch.Generator, m: int = 32, n_features: int = 4):
 
 def train_lookup(datapoint_attention: str, steps: int = 1200) -> float:
     attributes = tuple(continuous() for _ in range(5))
-    config = NPTConfig(embed_dim=16, n_layers=2, n_heads=4, lr=1e-2, max_steps=steps,
-                       attention_dropout=0.0, hidden_dropout=0.0, embedding_dropout=0.0,
-                       datapoint_attention=datapoint_attention)
+    config = NPTConfig(
+        embed_dim=16,
+        n_layers=2,
+        n_heads=4,
+        lr=1e-2,
+        max_steps=steps,
+        attention_dropout=0.0,
+        hidden_dropout=0.0,
+        embedding_dropout=0.0,
+        datapoint_attention=datapoint_attention,
+    )
     torch.manual_seed(0)
     model = NPTModel(attributes, config)
     optimizer, schedule = build_optimizer(model, config), LRSchedule.from_config(config)
@@ -575,16 +601,15 @@ def test_estimator_fit_predict():
     assert decoded.shape == (3, 3) and set(decoded[:, 1]) <= {0.0, 1.0, 2.0}
     config = NPTConfig(**TINY, max_steps=6)
     clf = NPTEstimator("classification", config).fit(
-        X[:40], y[:40], X[40:55], y[40:55], attributes=groups, X_test=X[55:])
+        X[:40], y[:40], X[40:55], y[40:55], attributes=groups, X_test=X[55:]
+    )
     proba = clf.predict_proba(X[55:])
     assert proba.shape == (15, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert np.array_equal(clf.predict(X[55:]), proba.argmax(axis=1))
     # X_test given at fit: the same table the trainer evaluated during training.
     trainer_outputs = clf.trainer_.target_outputs()[clf.trainer_.table.rows(TEST)]
-    assert np.allclose(np.log(proba), torch.log_softmax(trainer_outputs, 1).double().numpy(),
-                       atol=1e-5)
-    reg = NPTEstimator("regression", config).fit(X[:40], y_reg[:40], X[40:55], y_reg[40:55],
-                                                  attributes=groups)
+    assert np.allclose(np.log(proba), torch.log_softmax(trainer_outputs, 1).double().numpy(), atol=1e-5)
+    reg = NPTEstimator("regression", config).fit(X[:40], y_reg[:40], X[40:55], y_reg[40:55], attributes=groups)
     prediction = reg.predict(X[55:])
     assert prediction.shape == (15,) and np.isfinite(prediction).all()
     with pytest.raises(AttributeError):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import SHARED_DATASETS
 from tabrepro.data import parse
 from tabrepro.data.fetch import fetch_dataset
 from tabrepro.data.parse import (
@@ -22,8 +23,6 @@ from tabrepro.data.parse import (
 )
 from tabrepro.data.registry import DatasetSource, source_from_dict
 from tabrepro.data.table import load_table, save_table
-
-from conftest import SHARED_DATASETS
 
 
 def make_source(name: str, files: list[dict[str, Any]], **entry: Any) -> DatasetSource:
@@ -62,8 +61,13 @@ def assert_canonical(table: Any) -> None:
 def test_semicolon_quoted_crlf_csv(tmp_path: Path) -> None:
     data = b'"age";"job";"balance";"y"\r\n30;"unknown";1787;"no"\r\n33;"services";-4;"yes"\r\n35;"services";0;"no"\r\n'
     write(tmp_path, "bank", "bank.csv", data)
-    source = make_source("bank", [{"name": "bank.csv", "rows": 3}], format={"kind": "csv", "sep": ";", "header": "infer"},
-                         target="y", categorical=["job"])
+    source = make_source(
+        "bank",
+        [{"name": "bank.csv", "rows": 3}],
+        format={"kind": "csv", "sep": ";", "header": "infer"},
+        target="y",
+        categorical=["job"],
+    )
     table = parse_source(source, tmp_path)
     assert_canonical(table)
     assert list(table.frame.columns) == ["age", "job", "balance", "y"]
@@ -74,9 +78,14 @@ def test_semicolon_quoted_crlf_csv(tmp_path: Path) -> None:
 def test_whitespace_with_leading_spaces_and_blank_lines(tmp_path: Path) -> None:
     data = b" 0.1  18.0  0  24.0\n 0.2   0.0  1  21.6\n 0.3   0.0  1  34.7\n\n\n"
     write(tmp_path, "house", "housing.data", data)
-    source = make_source("house", [{"name": "housing.data"}], task="regression",
-                         format={"kind": "whitespace", "columns": ["CRIM", "ZN", "CHAS", "MEDV"]},
-                         target="MEDV", categorical=["CHAS"])
+    source = make_source(
+        "house",
+        [{"name": "housing.data"}],
+        task="regression",
+        format={"kind": "whitespace", "columns": ["CRIM", "ZN", "CHAS", "MEDV"]},
+        target="MEDV",
+        categorical=["CHAS"],
+    )
     table = parse_source(source, tmp_path)
     assert_canonical(table)
     assert table.frame.shape == (3, 4)
@@ -89,16 +98,26 @@ ADULT_ROW = "39, State-gov, 77516, Bachelors, {label}\n"
 
 def test_adult_style_official_test_file(tmp_path: Path) -> None:
     train = ADULT_ROW.format(label="<=50K") + "50, ?, 83311, Bachelors, >50K\n\n"
-    test = "|1x3 Cross validator\n" + ADULT_ROW.format(label="<=50K.") + "38, Private, 1, HS-grad, >50K.\n" \
+    test = (
+        "|1x3 Cross validator\n"
+        + ADULT_ROW.format(label="<=50K.")
+        + "38, Private, 1, HS-grad, >50K.\n"
         + "28, Private, 2, HS-grad, >50K.\n"
+    )
     write(tmp_path, "adult", "adult.data", train.encode())
     write(tmp_path, "adult", "adult.test", test.encode())
     source = make_source(
         "adult",
         [{"name": "adult.data", "rows": 2}, {"name": "adult.test", "role": "test", "skip_rows": 1, "rows": 3}],
-        format={"kind": "csv", "skipinitialspace": True, "na_values": ["", "?"],
-                "columns": ["age", "workclass", "fnlwgt", "education", "income"]},
-        target="income", label_strip=".", categorical=["workclass", "education"],
+        format={
+            "kind": "csv",
+            "skipinitialspace": True,
+            "na_values": ["", "?"],
+            "columns": ["age", "workclass", "fnlwgt", "education", "income"],
+        },
+        target="income",
+        label_strip=".",
+        categorical=["workclass", "education"],
         expected={"rows": 5, "features": 4},
     )
     table = parse_source(source, tmp_path)
@@ -114,10 +133,19 @@ TELCO_ROWS = "7590-VHVEG,Female,1,29.85,No\r\n5575-GNVDE,Male,0, ,Yes\r\n3668-QP
 
 
 def telco_source(header: str = "check") -> DatasetSource:
-    return make_source("telco", [{"name": "telco.csv"}],
-                       format={"kind": "csv", "header": header, "na_values": ["", " "],
-                               "columns": ["customerID", "gender", "tenure", "TotalCharges", "Churn"]},
-                       target="Churn", drop=["customerID"], continuous=["tenure", "TotalCharges"])
+    return make_source(
+        "telco",
+        [{"name": "telco.csv"}],
+        format={
+            "kind": "csv",
+            "header": header,
+            "na_values": ["", " "],
+            "columns": ["customerID", "gender", "tenure", "TotalCharges", "Churn"],
+        },
+        target="Churn",
+        drop=["customerID"],
+        continuous=["tenure", "TotalCharges"],
+    )
 
 
 def test_telco_blanks_are_missing_and_header_is_checked_case_insensitively(tmp_path: Path) -> None:
@@ -137,9 +165,15 @@ def test_header_that_differs_from_registry_is_refused(tmp_path: Path) -> None:
 def test_gzip_and_integer_labels_and_tail_test_rows(tmp_path: Path) -> None:
     rows = "".join(f"{float(i % 2):.18e},{i * 0.5},{i}\n" for i in range(10))
     write(tmp_path, "higgs", "HIGGS.csv.gz", gzip.compress(rows.encode()))
-    source = make_source("higgs", [{"name": "HIGGS.csv.gz"}],
-                         format={"kind": "csv", "columns": ["label", "pt", "eta"]},
-                         target="label", label_format="integer", categorical=[], fixed_test_tail_rows=3)
+    source = make_source(
+        "higgs",
+        [{"name": "HIGGS.csv.gz"}],
+        format={"kind": "csv", "columns": ["label", "pt", "eta"]},
+        target="label",
+        label_format="integer",
+        categorical=[],
+        fixed_test_tail_rows=3,
+    )
     table = parse_source(source, tmp_path)
     assert_canonical(table)
     assert list(table.frame.columns) == ["pt", "eta", "label"]
@@ -148,8 +182,10 @@ def test_gzip_and_integer_labels_and_tail_test_rows(tmp_path: Path) -> None:
 
 
 def test_arff_nominal_attributes_are_categorical(tmp_path: Path) -> None:
-    data = b"@relation s\n@attribute seismic {a,b}\n@attribute energy real\n@attribute class {1,0}\n@data\n" \
+    data = (
+        b"@relation s\n@attribute seismic {a,b}\n@attribute energy real\n@attribute class {1,0}\n@data\n"
         b"a,15180,0\nb,?,1\n?,8050,0\n"
+    )
     write(tmp_path, "seis", "s.arff", data)
     source = make_source("seis", [{"name": "s.arff", "rows": 3}], format={"kind": "arff"}, target="class")
     table = parse_source(source, tmp_path)
@@ -163,14 +199,23 @@ def test_xls_header_is_replaced_by_registry_names(tmp_path: Path, monkeypatch: p
 
     def fake_read_excel(path: Path, **kwargs: Any) -> pd.DataFrame:
         seen.update(kwargs)
-        return pd.DataFrame({"Cement (component 1)(kg in a m^3 mixture)": [540.0, 332.5],
-                             "Concrete compressive strength(MPa, megapascals) ": [79.99, 40.27]})
+        return pd.DataFrame(
+            {
+                "Cement (component 1)(kg in a m^3 mixture)": [540.0, 332.5],
+                "Concrete compressive strength(MPa, megapascals) ": [79.99, 40.27],
+            }
+        )
 
     monkeypatch.setattr(parse.pd, "read_excel", fake_read_excel)
     write(tmp_path, "concrete", "c.xls", b"not parsed: read_excel is replaced")
-    source = make_source("concrete", [{"name": "c.xls"}], task="regression",
-                         format={"kind": "xls", "header": "replace", "columns": ["cement", "strength"]},
-                         target="strength", categorical=[])
+    source = make_source(
+        "concrete",
+        [{"name": "c.xls"}],
+        task="regression",
+        format={"kind": "xls", "header": "replace", "columns": ["cement", "strength"]},
+        target="strength",
+        categorical=[],
+    )
     table = parse_source(source, tmp_path)
     assert seen == {"sheet_name": 0, "header": 0, "engine": "xlrd"}
     assert list(table.frame.columns) == ["cement", "strength"]
@@ -179,8 +224,13 @@ def test_xls_header_is_replaced_by_registry_names(tmp_path: Path, monkeypatch: p
 
 def test_extracted_zip_member_is_what_gets_parsed(tmp_path: Path) -> None:
     write(tmp_path, "bank", "bank-full.csv", b"age;y\n1;no\n2;yes\n")
-    source = make_source("bank", [{"name": "bank.zip", "member": "bank-full.csv"}],
-                         format={"kind": "csv", "sep": ";", "header": "infer"}, target="y", categorical=[])
+    source = make_source(
+        "bank",
+        [{"name": "bank.zip", "member": "bank-full.csv"}],
+        format={"kind": "csv", "sep": ";", "header": "infer"},
+        target="y",
+        categorical=[],
+    )
     assert parse_source(source, tmp_path).frame.shape == (2, 2)
 
 
@@ -223,16 +273,18 @@ def test_bad_content_is_reported_clearly(tmp_path: Path, data: bytes, entry: dic
 
 def test_wrong_field_count_is_reported(tmp_path: Path) -> None:
     write(tmp_path, "toy", "toy.csv", b"1,2,p\n3,4,q\n")
-    source = make_source("toy", [{"name": "toy.csv"}], format={"kind": "csv", "columns": ["a", "y"]},
-                         target="y", categorical=[])
+    source = make_source(
+        "toy", [{"name": "toy.csv"}], format={"kind": "csv", "columns": ["a", "y"]}, target="y", categorical=[]
+    )
     with pytest.raises(ParseError, match="first row has 3 fields, registry lists 2 columns"):
         parse_source(source, tmp_path)
 
 
 def test_per_file_row_count_is_checked(tmp_path: Path) -> None:
     write(tmp_path, "toy", "toy.csv", b"a,y\n1,p\n2,q\n")
-    source = make_source("toy", [{"name": "toy.csv", "rows": 7}], format={"kind": "csv", "header": "infer"},
-                         target="y", categorical=[])
+    source = make_source(
+        "toy", [{"name": "toy.csv", "rows": 7}], format={"kind": "csv", "header": "infer"}, target="y", categorical=[]
+    )
     with pytest.raises(ParseError, match="toy.csv has 2 rows, registry expects 7"):
         parse_source(source, tmp_path)
 

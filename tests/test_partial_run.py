@@ -11,18 +11,27 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from conftest import copy_workflow, snakemake, tiny_profile
 
 
 def partial_profile(raw: dict) -> None:
     raw["profiles"]["partial"] = tiny_profile(
-        ["knn"], bishop={"datasets": ["breast_cancer", "blastchar"], "models": ["knn", "xgboost"]},
-        description="one dataset cannot be downloaded", max_configs=2, folds=[0, 1],
-        not_run={"npt": "needs a GPU (test)"})
+        ["knn"],
+        bishop={"datasets": ["breast_cancer", "blastchar"], "models": ["knn", "xgboost"]},
+        description="one dataset cannot be downloaded",
+        max_configs=2,
+        folds=[0, 1],
+        not_run={"npt": "needs a GPU (test)"},
+    )
     raw["profile"] = "partial"
     raw["fetch"].update(retries=0, timeout_seconds=5)
     raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {
-        "source": "breast_cancer", "protocol": "bishop_holdout", "search_space": "bishop_i", "group": "i"}
+        "source": "breast_cancer",
+        "protocol": "bishop_holdout",
+        "search_space": "bishop_i",
+        "group": "i",
+    }
     raw["papers"]["bishop"]["models"]["knn"] = "k-NN"  # a cheap model; BiSHop's spaces have none for it
     raw["search_spaces"]["bishop_i"]["knn"] = raw["search_spaces"]["npt_small"]["knn"]
 

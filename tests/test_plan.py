@@ -11,8 +11,17 @@ import numpy as np
 import pytest
 
 from tabrepro.config import Job, Params
-from tabrepro.costmodel import (RUNTIME_PRIORS, Calibration, CostModel, MeasuredJob, TableShape, calibrate,
-                                family_of, fit_terms, job_terms, memory_terms)
+from tabrepro.costmodel import (
+    RUNTIME_PRIORS,
+    CostModel,
+    MeasuredJob,
+    TableShape,
+    calibrate,
+    family_of,
+    fit_terms,
+    job_terms,
+    memory_terms,
+)
 from tabrepro.models.registry import get_model_class
 from tabrepro.plan import Planner, compare, job_resources, resources_for, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
@@ -50,7 +59,9 @@ def test_plan_rows_count_every_workflow_job_and_fit_once(quick_planner):
     assert sum(r.jobs for r in rows) == expected_jobs
     assert {(r.paper, r.dataset, r.model) for r in rows} == {(j.paper, j.dataset, j.model) for j in params.jobs()}
     for row in rows:
-        assert row.folds == len([j for j in params.jobs() if (j.paper, j.dataset, j.model) == (row.paper, row.dataset, row.model)])
+        assert row.folds == len(
+            [j for j in params.jobs() if (j.paper, j.dataset, j.model) == (row.paper, row.dataset, row.model)]
+        )
         assert row.configs == params.n_configs(row.paper, row.dataset, row.model)
         repeats = params.repeats(row.paper, row.dataset)
         assert row.fits == row.folds * (row.configs + repeats - 1)
@@ -71,22 +82,36 @@ def test_the_plan_uses_the_jobs_own_candidate_lists(quick_planner):
 
 
 def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs():
-    done = subprocess.run([sys.executable, "-m", "tabrepro.plan", "--profile", "paper"], capture_output=True,
-                          text=True, timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "tabrepro.plan", "--profile", "paper"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     params = Params.from_file(PARAMS, profile="paper")
-    jobs = sum(params.n_configs(j.paper, j.dataset, j.model) + 1 if get_model_class(j.model).per_config_jobs else 1
-               for j in params.jobs())
+    jobs = sum(
+        params.n_configs(j.paper, j.dataset, j.model) + 1 if get_model_class(j.model).per_config_jobs else 1
+        for j in params.jobs()
+    )
     total = next(line for line in done.stdout.splitlines() if line.startswith("| **total**"))
     assert f"| {jobs:,} |" in total
     for paper in ("npt", "bishop"):
-        assert any(line.startswith(f"| {paper} | higgs |") or line.startswith(f"| {paper} |")
-                   for line in done.stdout.splitlines())
+        assert any(
+            line.startswith(f"| {paper} | higgs |") or line.startswith(f"| {paper} |")
+            for line in done.stdout.splitlines()
+        )
 
 
 def test_a_bad_profile_is_one_line_and_exit_2():
-    done = subprocess.run([sys.executable, "-m", "tabrepro.plan", "--profile", "nope"], capture_output=True,
-                          text=True, timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", "tabrepro.plan", "--profile", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "nope" in done.stderr
 
@@ -107,13 +132,23 @@ def test_split_sizes_match_the_real_splits(protocol):
 # the cost model
 
 
-@pytest.mark.parametrize("model, config", [
-    ("xgboost", {"n_estimators": 100, "max_depth": 6}), ("lightgbm", {"n_estimators": 100, "num_leaves": 31}),
-    ("catboost", {"n_estimators": 100, "max_depth": 6}), ("gradient_boosting", {"n_estimators": 50}),
-    ("random_forest", {"n_estimators": 50, "max_features": "sqrt"}), ("knn", {"n_neighbors": 5}),
-    ("mlp", {"hidden_layer_sizes": [100, 100]}), ("tabnet", {"n_d": 8}), ("ft_transformer", {}),
-    ("resnet", {}), ("npt", {"batch_size": 512, "max_steps": 100}), ("bishop", {}),
-])
+@pytest.mark.parametrize(
+    "model, config",
+    [
+        ("xgboost", {"n_estimators": 100, "max_depth": 6}),
+        ("lightgbm", {"n_estimators": 100, "num_leaves": 31}),
+        ("catboost", {"n_estimators": 100, "max_depth": 6}),
+        ("gradient_boosting", {"n_estimators": 50}),
+        ("random_forest", {"n_estimators": 50, "max_features": "sqrt"}),
+        ("knn", {"n_neighbors": 5}),
+        ("mlp", {"hidden_layer_sizes": [100, 100]}),
+        ("tabnet", {"n_d": 8}),
+        ("ft_transformer", {}),
+        ("resnet", {}),
+        ("npt", {"batch_size": 512, "max_steps": 100}),
+        ("bishop", {}),
+    ],
+)
 def test_predictions_grow_with_the_data(model, config):
     cost = _prior_model()
     family = family_of(model)
@@ -126,11 +161,17 @@ def test_predictions_grow_with_the_data(model, config):
     assert all(a < b for a, b in zip(memory, memory[1:])), memory
 
 
-@pytest.mark.parametrize("model, key, small, large", [
-    ("xgboost", "n_estimators", 10, 1000), ("random_forest", "n_estimators", 10, 1000),
-    ("mlp", "hidden_layer_sizes", [25], [500, 500, 500]), ("npt", "max_steps", 100, 10_000),
-    ("bishop", "d_model", 64, 1024), ("tabnet", "max_epochs", 10, 1000),
-])
+@pytest.mark.parametrize(
+    "model, key, small, large",
+    [
+        ("xgboost", "n_estimators", 10, 1000),
+        ("random_forest", "n_estimators", 10, 1000),
+        ("mlp", "hidden_layer_sizes", [25], [500, 500, 500]),
+        ("npt", "max_steps", 100, 10_000),
+        ("bishop", "d_model", 64, 1024),
+        ("tabnet", "max_epochs", 10, 1000),
+    ],
+)
 def test_predictions_grow_with_the_configuration(model, key, small, large):
     cost = _prior_model()
     shape = _shape(20_000)
@@ -181,8 +222,10 @@ def test_equal_cost_configurations_are_priced_once_and_alike():
 
 def test_random_forest_memory_grows_with_its_trees():
     shape = _shape(1_000_000)
-    assert memory_terms("random_forest", {"n_estimators": 1000}, shape)["state"] > \
-        50 * memory_terms("random_forest", {"n_estimators": 10}, shape)["state"]
+    assert (
+        memory_terms("random_forest", {"n_estimators": 1000}, shape)["state"]
+        > 50 * memory_terms("random_forest", {"n_estimators": 10}, shape)["state"]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,11 +262,23 @@ def test_long_cpu_jobs_get_more_threads_and_a_shorter_runtime():
 def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None = None) -> Path:
     path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / "metrics.json"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({
-        "paper": job.paper, "dataset": job.dataset, "model": job.model, "fold": job.fold, "task": "binary",
-        "source": "breast_cancer", "profile": params.profile_name,
-        "params_digest": digest or params.job_digest(job), "wall_time_s": 12.5, "peak_memory_mb": 300.0,
-        "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0}}))
+    path.write_text(
+        json.dumps(
+            {
+                "paper": job.paper,
+                "dataset": job.dataset,
+                "model": job.model,
+                "fold": job.fold,
+                "task": "binary",
+                "source": "breast_cancer",
+                "profile": params.profile_name,
+                "params_digest": digest or params.job_digest(job),
+                "wall_time_s": 12.5,
+                "peak_memory_mb": 300.0,
+                "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0},
+            }
+        )
+    )
     return path
 
 
@@ -231,12 +286,19 @@ def test_measured_jobs_are_read_with_their_regenerated_candidates(tmp_path):
     params = Params.from_file(PARAMS, profile="quick")
     _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "xgboost", 0))
     _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "lightgbm", 0), digest="0" * 16)
-    facts = DatasetFacts([], None, extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30,
-                                                            "n_classes": 2, "n_fixed_test_rows": 0}})
+    facts = DatasetFacts(
+        [],
+        None,
+        extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30, "n_classes": 2, "n_fixed_test_rows": 0}},
+    )
     jobs = load_measured([tmp_path / "run", tmp_path / "run"], [], PARAMS, facts)
     assert [(j.label, j.wall_s, j.peak_mb) for j in jobs] == [("npt/breast_cancer/xgboost/fold0", 12.5, 300.0)]
     n_configs = params.n_configs("npt", "breast_cancer", "xgboost")
     assert jobs[0].terms["start"] == 1.0 and jobs[0].terms["trees"] > 0
-    one = job_terms("xgboost", "train", Planner(params, _prior_model(), facts).configs("npt", "breast_cancer", "xgboost"),
-                    TableShape(569, 399, 114, 56, 30, 30, 2))
+    one = job_terms(
+        "xgboost",
+        "train",
+        Planner(params, _prior_model(), facts).configs("npt", "breast_cancer", "xgboost"),
+        TableShape(569, 399, 114, 56, 30, 30, 2),
+    )
     assert jobs[0].terms == pytest.approx(one.terms) and n_configs > 1

@@ -88,8 +88,13 @@ def test_one_hot_widths_follow_schema_levels_and_training_missingness() -> None:
     # colour: 3 levels + missing indicator (None in training); size: 3 levels, no indicator.
     assert pre.n_features_out == 2 + 4 + 3
     assert pre.feature_names_out[2:] == [
-        "colour=blue", "colour=green", "colour=red", "colour=<missing>",
-        "size=L", "size=M", "size=S",
+        "colour=blue",
+        "colour=green",
+        "colour=red",
+        "colour=<missing>",
+        "size=L",
+        "size=M",
+        "size=S",
     ]
     X = pre.transform(frame)
     colour = X[:, 2:6]

@@ -44,8 +44,11 @@ def test_parse_cpuinfo_reads_model_flags_and_isa_level():
     assert spr["isa_level"] == "AMX"
     assert {"avx512_bf16", "amx_tile", "avx2"} <= set(spr["flags"]) and "fpu" not in spr["flags"]
     epyc = prov.parse_cpuinfo(EPYC_AVX2)
-    assert (epyc["model"], epyc["isa_level"], epyc["flags"]) == ("AMD EPYC 7B12", "AVX2",
-                                                                ["sse4_2", "avx", "fma", "avx2"])
+    assert (epyc["model"], epyc["isa_level"], epyc["flags"]) == (
+        "AMD EPYC 7B12",
+        "AVX2",
+        ["sse4_2", "avx", "fma", "avx2"],
+    )
     assert prov.parse_cpuinfo(COOPER_LAKE)["isa_level"] == "AVX-512 BF16"
     arm = prov.parse_cpuinfo(GRAVITON)
     assert arm["model"] == "implementer 0x41 part 0xd4f" and arm["isa_level"] == "SVE2"
@@ -73,8 +76,19 @@ def test_provenance_of_this_machine_and_process():
 
 def test_package_versions_cover_every_model_library():
     versions = prov.package_versions()
-    for name in ("numpy", "scipy", "pandas", "scikit-learn", "torch", "xgboost-cpu", "catboost",
-                 "lightgbm", "pytorch-tabnet", "rtdl_revisiting_models", "entmax"):
+    for name in (
+        "numpy",
+        "scipy",
+        "pandas",
+        "scikit-learn",
+        "torch",
+        "xgboost-cpu",
+        "catboost",
+        "lightgbm",
+        "pytorch-tabnet",
+        "rtdl_revisiting_models",
+        "entmax",
+    ):
         assert name in prov.TRACKED_PACKAGES, name
         try:
             installed = metadata.version(name)
@@ -88,10 +102,12 @@ def test_package_versions_cover_every_model_library():
 
 
 def test_provenance_does_not_import_torch():
-    code = ("import sys, json; from tabrepro.provenance import provenance; p = provenance(); "
-            "assert 'torch' not in sys.modules, 'torch imported'; "
-            "assert p['gpu'] is None and 'torch' not in p['thread_pools'] and p['cpu']['torch_capability'] is None; "
-            "print(json.dumps(p['cpu']))")
+    code = (
+        "import sys, json; from tabrepro.provenance import provenance; p = provenance(); "
+        "assert 'torch' not in sys.modules, 'torch imported'; "
+        "assert p['gpu'] is None and 'torch' not in p['thread_pools'] and p['cpu']['torch_capability'] is None; "
+        "print(json.dumps(p['cpu']))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert '"isa_level"' in run.stdout
@@ -103,12 +119,20 @@ def _fake_torch(initialized: bool) -> types.SimpleNamespace:
             raise AssertionError("device properties read although CUDA was never initialised")
         return types.SimpleNamespace(name=f"Fake GPU {index}", major=9, minor=0, total_memory=80 * 2**30)
 
-    cuda = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: initialized,
-                                 device_count=lambda: 2, current_device=lambda: 1,
-                                 get_device_properties=properties)
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        is_initialized=lambda: initialized,
+        device_count=lambda: 2,
+        current_device=lambda: 1,
+        get_device_properties=properties,
+    )
     cudnn = types.SimpleNamespace(is_available=lambda: True, version=lambda: 91002)
-    return types.SimpleNamespace(cuda=cuda, version=types.SimpleNamespace(cuda="12.8", hip=None),
-                                 backends=types.SimpleNamespace(cudnn=cudnn), get_num_threads=lambda: 4)
+    return types.SimpleNamespace(
+        cuda=cuda,
+        version=types.SimpleNamespace(cuda="12.8", hip=None),
+        backends=types.SimpleNamespace(cudnn=cudnn),
+        get_num_threads=lambda: 4,
+    )
 
 
 def test_gpu_is_named_only_when_the_job_used_cuda(monkeypatch):
@@ -117,8 +141,16 @@ def test_gpu_is_named_only_when_the_job_used_cuda(monkeypatch):
     assert prov.gpu_info() == {"used": False, "device_count": 2}
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(initialized=True))
     gpu = prov.gpu_info()
-    assert gpu == {"used": True, "name": "Fake GPU 1", "capability": "9.0", "memory_mb": 81920,
-                   "device_count": 2, "cuda": "12.8", "cudnn": 91002, "hip": None}
+    assert gpu == {
+        "used": True,
+        "name": "Fake GPU 1",
+        "capability": "9.0",
+        "memory_mb": 81920,
+        "device_count": 2,
+        "cuda": "12.8",
+        "cudnn": 91002,
+        "hip": None,
+    }
     monkeypatch.delitem(sys.modules, "torch")
     assert prov.gpu_info() is None
     prov._cuda_device.cache_clear()

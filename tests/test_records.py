@@ -6,18 +6,26 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tabrepro.cli import main
-from tabrepro.reporting.records import (README_BEGIN, README_END, RecordError, read_records,
-                                        render_block, snapshot, update_readme)
+from tabrepro.reporting.records import (
+    README_BEGIN,
+    README_END,
+    RecordError,
+    read_records,
+    render_block,
+    snapshot,
+    update_readme,
+)
 
 
 def test_readme_records_block_is_current():
     """Fails when a record changed (or was added) without regenerating the README block."""
     assert update_readme(REPO / "README.md", REPO / "docs" / "records", check=True), (
         "README.md's records block differs from docs/records: run `tabrepro record --check` to see, "
-        "and regenerate it (tabrepro.reporting.records.update_readme)")
+        "and regenerate it (tabrepro.reporting.records.update_readme)"
+    )
 
 
 class _FakeParams:
@@ -60,8 +68,10 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     provenance = {"git_commit": "a" * 40, "cpu": {"model": "Test CPU", "isa_level": "AVX2"}}
     _write(params.job_dir(params.jobs()[0]) / "metrics.json", {"wall_time_s": 2.5, "provenance": provenance})
     _write(params.tables_dir("npt") / "table10.md", "| t |")
-    summary = {"papers": {"npt": {"all": {"consistent": 1, "differs": 0, "undetermined": 0, "not_run": 1,
-                                          "cells": 2}}}, "unobtainable": {"npt": {"boston": "no network"}}}
+    summary = {
+        "papers": {"npt": {"all": {"consistent": 1, "differs": 0, "undetermined": 0, "not_run": 1, "cells": 2}}},
+        "unobtainable": {"npt": {"boston": "no network"}},
+    }
     for name, payload in (("scorecard.md", "# card"), ("scorecard.csv", "a,b"), ("summary.json", summary)):
         _write(params.results_dir / "scorecard" / name, payload)
 
@@ -103,7 +113,9 @@ def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, ca
     shutil.copytree(REPO / "docs" / "records" / "quick", tmp_path / "docs" / "records" / "quick")
     shutil.copy(REPO / "docs" / "reproduction.md", tmp_path / "docs" / "reproduction.md")
     audit = (REPO / "docs" / "audit.yaml").read_text()
-    (tmp_path / "docs" / "audit.yaml").write_text(audit.replace("model: tabnet, metric: nll", "model: knn, metric: nll"))
+    (tmp_path / "docs" / "audit.yaml").write_text(
+        audit.replace("model: tabnet, metric: nll", "model: knn, metric: nll")
+    )
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{README_BEGIN}\n{README_END}\n")
     assert main(["record", "--readme", str(readme)]) == 0

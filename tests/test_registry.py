@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import REPO
 
+from conftest import REPO
 from tabrepro.data.registry import (
     DatasetSource,
     RegistryError,
@@ -25,8 +25,12 @@ def _params_sources() -> set[str]:
     """Sources the papers name, and the stand-ins a profile substitutes for them."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     named = {d["source"] for paper in params["papers"].values() for d in paper["datasets"].values()}
-    substitutes = {o["source"] for profile in params["profiles"].values()
-                   for paper in (profile.get("dataset_overrides") or {}).values() for o in paper.values()}
+    substitutes = {
+        o["source"]
+        for profile in params["profiles"].values()
+        for paper in (profile.get("dataset_overrides") or {}).values()
+        for o in paper.values()
+    }
     return named | substitutes
 
 
@@ -34,8 +38,9 @@ def _good_entry() -> dict[str, Any]:
     return {
         "task": "binary",
         "source": "url",
-        "files": [{"name": "toy.csv", "url": "https://example.org/toy.csv", "mirror_path": "toy/toy.csv",
-                   "sha256": "0" * 64}],
+        "files": [
+            {"name": "toy.csv", "url": "https://example.org/toy.csv", "mirror_path": "toy/toy.csv", "sha256": "0" * 64}
+        ],
         "format": {"kind": "csv", "header": "none", "columns": ["id", "a", "label"]},
         "target": "label",
         "drop": ["id"],

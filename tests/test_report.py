@@ -18,11 +18,10 @@ import torch
 import yaml
 
 from conftest import copy_workflow, repo_raw_params, snakemake, tiny_profile, write_params
-
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job
 from tabrepro.reporting.figures import critical_difference, critical_difference_diagram
-from tabrepro.reporting.html import (INDEX, BrowserError, find_chromium, screenshot, se_units)
+from tabrepro.reporting.html import INDEX, BrowserError, find_chromium, screenshot, se_units
 
 PROFILE = "reporttest"
 SMALL_ANALYSIS = {
@@ -31,9 +30,15 @@ SMALL_ANALYSIS = {
     "corruption": {"max_test_rows": 6},
     "deletion": {"max_test_rows": 3, "max_context_rows": 40, "max_proposals": 60},
     "attention": {"n_reference_rows": 1, "max_rows": 48},
-    "lookup": {"n_train_rows": 256, "n_val_rows": 32, "n_test_rows": 32, "batch_rows": 16,
-               "variants": ["original", "add_one"], "intervention_rows": 2,
-               "model": {"embed_dim": 8, "n_layers": 2, "n_heads": 2, "steps": 30}},
+    "lookup": {
+        "n_train_rows": 256,
+        "n_val_rows": 32,
+        "n_test_rows": 32,
+        "batch_rows": 16,
+        "variants": ["original", "add_one"],
+        "intervention_rows": 2,
+        "model": {"embed_dim": 8, "n_layers": 2, "n_heads": 2, "steps": 30},
+    },
 }
 
 torch.set_num_threads(1)
@@ -68,25 +73,49 @@ def _fake_npt_fold(params, fold: int) -> None:
     job_dir = Path(params.results_dir) / "npt" / "breast_cancer" / "npt" / f"fold{fold}"
     job_dir.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), job_dir / "weights.pt")
-    _write_json(job_dir / "metrics.json", {
-        "paper": "npt", "dataset": "breast_cancer", "model": "npt", "fold": fold, "task": "binary",
-        "metrics": {"test": {"auroc": 0.99, "auc_pct": 99.0, "accuracy_pct": 95.0, "nll": 0.12},
-                    "val": {}},
-        "selected_config": selected, "wall_time_s": 120.0 + fold, "peak_memory_mb": 900.0,
-        "peak_gpu_memory_mb": 300.0, "provenance": provenance(), "profile": PROFILE,
-        "params_digest": params.job_digest(Job("npt", "breast_cancer", "npt", fold))})
+    _write_json(
+        job_dir / "metrics.json",
+        {
+            "paper": "npt",
+            "dataset": "breast_cancer",
+            "model": "npt",
+            "fold": fold,
+            "task": "binary",
+            "metrics": {"test": {"auroc": 0.99, "auc_pct": 99.0, "accuracy_pct": 95.0, "nll": 0.12}, "val": {}},
+            "selected_config": selected,
+            "wall_time_s": 120.0 + fold,
+            "peak_memory_mb": 900.0,
+            "peak_gpu_memory_mb": 300.0,
+            "provenance": provenance(),
+            "profile": PROFILE,
+            "params_digest": params.job_digest(Job("npt", "breast_cancer", "npt", fold)),
+        },
+    )
 
 
 def _fake_baseline(params, model: str, fold: int, auroc: float) -> None:
     from tabrepro.provenance import provenance
 
     path = Path(params.results_dir) / "npt" / "breast_cancer" / model / f"fold{fold}" / "metrics.json"
-    _write_json(path, {
-        "paper": "npt", "dataset": "breast_cancer", "model": model, "fold": fold, "task": "binary",
-        "metrics": {"test": {"auroc": auroc, "auc_pct": 100 * auroc, "accuracy_pct": 100 * auroc - 3,
-                             "nll": 1.1 - auroc}, "val": {}},
-        "wall_time_s": 1.5 + fold, "peak_memory_mb": 400.0, "provenance": provenance(),
-        "profile": PROFILE, "params_digest": params.job_digest(Job("npt", "breast_cancer", model, fold))})
+    _write_json(
+        path,
+        {
+            "paper": "npt",
+            "dataset": "breast_cancer",
+            "model": model,
+            "fold": fold,
+            "task": "binary",
+            "metrics": {
+                "test": {"auroc": auroc, "auc_pct": 100 * auroc, "accuracy_pct": 100 * auroc - 3, "nll": 1.1 - auroc},
+                "val": {},
+            },
+            "wall_time_s": 1.5 + fold,
+            "peak_memory_mb": 400.0,
+            "provenance": provenance(),
+            "profile": PROFILE,
+            "params_digest": params.job_digest(Job("npt", "breast_cancer", model, fold)),
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +128,12 @@ def workspace(tmp_path_factory):
     if "npt" not in MODEL_NAMES:
         pytest.skip("the NPT model is not registered yet")
     root = tmp_path_factory.mktemp("report")
-    params_file = write_params(root, tiny_profile(["knn", "random_forest", "npt"], description="report test",
-                                                  max_configs=2, folds=[0, 1]),
-                               name=PROFILE, mutate=lambda raw: raw.update(analysis={PROFILE: SMALL_ANALYSIS}))
+    params_file = write_params(
+        root,
+        tiny_profile(["knn", "random_forest", "npt"], description="report test", max_configs=2, folds=[0, 1]),
+        name=PROFILE,
+        mutate=lambda raw: raw.update(analysis={PROFILE: SMALL_ANALYSIS}),
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("TABREPRO_DATA_DIR", raising=False)
         assert _cli("--params", str(params_file), "-q", "prepare", "breast_cancer") == 0
@@ -113,12 +145,18 @@ def workspace(tmp_path_factory):
             _fake_baseline(params, "random_forest", fold, 0.99 - 0.005 * fold)
         assert _cli("--params", str(params_file), "-q", "tables", "npt") == 0
         for experiment in ("corruption", "deletion", "attention"):
-            assert tabrepro_main(["--params", str(params_file), "analyse", "npt", "breast_cancer",
-                                      experiment, "--fold", "0"]) == 0
+            assert (
+                tabrepro_main(
+                    ["--params", str(params_file), "analyse", "npt", "breast_cancer", experiment, "--fold", "0"]
+                )
+                == 0
+            )
         assert tabrepro_main(["--params", str(params_file), "analyse", "npt", "synthetic", "lookup"]) == 0
         # A result of another profile, which the report must leave out.
-        _write_json(root / "results/analysis/lookup/elsewhere/result.json",
-                    {"experiment": "lookup", "profile": "other", "source": "STALE-SOURCE", "variants": {}})
+        _write_json(
+            root / "results/analysis/lookup/elsewhere/result.json",
+            {"experiment": "lookup", "profile": "other", "source": "STALE-SOURCE", "variants": {}},
+        )
         stale = root / "results/report/stale.png"
         stale.parent.mkdir(parents=True)
         stale.write_bytes(b"old")
@@ -149,9 +187,20 @@ def test_analysis_results_are_written(workspace):
 def test_report_page_lists_everything_and_links_existing_figures(workspace):
     report = workspace["report"]
     page = (report / INDEX).read_text(encoding="utf-8")
-    for text in ("table10: Test AUROC", "in SE units", "paper vs ours", "critical differences",
-                 "compute cost", "Corruption of the other datapoints", "Semi-synthetic lookup",
-                 "Data deletion", "Attention between datapoints", "Provenance", PROFILE, "NPT"):
+    for text in (
+        "table10: Test AUROC",
+        "in SE units",
+        "paper vs ours",
+        "critical differences",
+        "compute cost",
+        "Corruption of the other datapoints",
+        "Semi-synthetic lookup",
+        "Data deletion",
+        "Attention between datapoints",
+        "Provenance",
+        PROFILE,
+        "NPT",
+    ):
         assert text in page, text
     assert "STALE-SOURCE" not in page  # another profile's analysis result is left out
     assert not (report / "stale.png").exists()  # the directory was replaced as a whole
@@ -160,9 +209,17 @@ def test_report_page_lists_everything_and_links_existing_figures(workspace):
     for name in images:
         data = (report / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 2000, name
-    for name in ("npt_table10_bars.png", "npt_scatter.png", "npt_mean_rank.png", "npt_cd.png",
-                 "npt_cost.png", "corruption.png", "lookup_rmse.png", "lookup_interventions.png",
-                 "deletion_breast_cancer.png"):
+    for name in (
+        "npt_table10_bars.png",
+        "npt_scatter.png",
+        "npt_mean_rank.png",
+        "npt_cd.png",
+        "npt_cost.png",
+        "corruption.png",
+        "lookup_rmse.png",
+        "lookup_interventions.png",
+        "deletion_breast_cancer.png",
+    ):
         assert name in images, name
     # The AUROC table has the paper's NPT value beside ours, and a difference in SE units.
     ranks = page.split('id="npt-ranks"')[1].split("<h2")[0]
@@ -178,11 +235,25 @@ def test_report_page_lists_everything_and_links_existing_figures(workspace):
 
 def test_report_cli_errors_name_the_bad_input(workspace, capsys):
     params = str(workspace["params"])
-    assert tabrepro_main(["--params", params, "analyse", "npt", "no_such_data", "corruption",
-                              "--fold", "0"]) == 2
+    assert tabrepro_main(["--params", params, "analyse", "npt", "no_such_data", "corruption", "--fold", "0"]) == 2
     assert "no_such_data" in capsys.readouterr().err
-    assert tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "corruption",
-                              "--fold", "0", "--weights", "/nonexistent/weights.pt"]) == 2
+    assert (
+        tabrepro_main(
+            [
+                "--params",
+                params,
+                "analyse",
+                "npt",
+                "breast_cancer",
+                "corruption",
+                "--fold",
+                "0",
+                "--weights",
+                "/nonexistent/weights.pt",
+            ]
+        )
+        == 2
+    )
     assert "/nonexistent/weights.pt" in capsys.readouterr().err
     assert tabrepro_main(["--params", params, "analyse", "npt", "breast_cancer", "deletion"]) == 2
     assert "--fold" in capsys.readouterr().err
@@ -209,8 +280,12 @@ def test_the_analysis_sparsity_and_report_commands_are_in_the_main_cli():
     from tabrepro import cli
 
     commands = next(a for a in cli.build_parser()._actions if a.dest == "command").choices
-    for name, func in (("analyse", cli.cmd_analyse), ("sparsity", cli.cmd_sparsity),
-                       ("sparsity-plot", cli.cmd_sparsity_plot), ("report", cli.cmd_report)):
+    for name, func in (
+        ("analyse", cli.cmd_analyse),
+        ("sparsity", cli.cmd_sparsity),
+        ("sparsity-plot", cli.cmd_sparsity_plot),
+        ("report", cli.cmd_report),
+    ):
         assert commands[name].get_default("func") is func
 
 
@@ -230,16 +305,20 @@ def test_friedman_test_on_complete_blocks_only():
     from tabrepro.reporting.rank_tests import complete_rank_matrix, friedman_test
 
     # "c" misses block 2; it is dropped and the others are re-ranked among themselves.
-    ranks = pd.DataFrame({"block": [1, 1, 1, 2, 2, 3, 3, 3],
-                          "method": ["a", "b", "c", "a", "b", "a", "b", "c"],
-                          "rank": [1.0, 3.0, 2.0, 2.0, 1.0, 1.5, 1.5, 3.0]})
+    ranks = pd.DataFrame(
+        {
+            "block": [1, 1, 1, 2, 2, 3, 3, 3],
+            "method": ["a", "b", "c", "a", "b", "a", "b", "c"],
+            "rank": [1.0, 3.0, 2.0, 2.0, 1.0, 1.5, 1.5, 3.0],
+        }
+    )
     matrix = complete_rank_matrix(ranks)
     assert list(matrix.columns) == ["a", "b"] and matrix.to_numpy().tolist() == [[1, 2], [2, 1], [1.5, 1.5]]
     # Friedman's chi-square from mean ranks (Demšar 2006, eq. 1), no ties: 12N/(k(k+1)) (sum R² - k(k+1)²/4).
     blocks = np.array([[1, 2, 3], [1, 2, 3], [1, 3, 2], [1, 2, 3], [2, 1, 3]], float)
     result = friedman_test(blocks)
     mean = blocks.mean(axis=0)
-    assert result.statistic == pytest.approx(12 * 5 / 12 * (np.sum(mean ** 2) - 3 * 16 / 4))
+    assert result.statistic == pytest.approx(12 * 5 / 12 * (np.sum(mean**2) - 3 * 16 / 4))
     assert result.test == "Friedman test" and result.significant() and result.p_value < 0.05
     assert not friedman_test(blocks[:2]).significant()  # two blocks cannot reach α = 0.05 here
     assert friedman_test(np.full((4, 3), 2.0)).p_value == 1.0  # all tie everywhere
@@ -247,7 +326,7 @@ def test_friedman_test_on_complete_blocks_only():
     # Two methods: the exact two-sided sign test, ties dropped (10 wins of 10: p = 2 / 2**10).
     pair = np.array([[1, 2]] * 10 + [[1.5, 1.5]] * 3, float)
     sign = friedman_test(pair)
-    assert sign.test == "sign test" and sign.p_value == pytest.approx(2 / 2 ** 10)
+    assert sign.test == "sign test" and sign.p_value == pytest.approx(2 / 2**10)
 
 
 def test_cd_diagram_claims_only_after_a_significant_friedman_test_on_independent_blocks(tmp_path):
@@ -271,11 +350,12 @@ def test_cd_diagram_claims_only_after_a_significant_friedman_test_on_independent
 
     def red_pixels(path):
         image = np.asarray(Image.open(path).convert("RGB")).astype(int)
-        return int((np.abs(image - [0xd6, 0x27, 0x28]).sum(axis=2) < 40).sum())
+        return int((np.abs(image - [0xD6, 0x27, 0x28]).sum(axis=2) < 40).sum())
 
     claimed = critical_difference_diagram(ranks, 12, tmp_path / "claimed.png", "t")
-    greyed = critical_difference_diagram(ranks, 12, tmp_path / "greyed.png", "t", claims=False,
-                                         note="Not a significance claim: test.")
+    greyed = critical_difference_diagram(
+        ranks, 12, tmp_path / "greyed.png", "t", claims=False, note="Not a significance claim: test."
+    )
     assert red_pixels(claimed) > 50 and red_pixels(greyed) == 0
 
 
@@ -284,9 +364,13 @@ def test_provenance_section_warns_when_results_ran_on_different_hardware(tmp_pat
     from tabrepro.reporting.html import _hardware_block, _Page
 
     def record(model, fold, cpu_text, gpu=None):
-        return {"paper": "npt", "dataset": "wine", "model": model, "fold": fold,
-                "provenance": {"cpu": parse_cpuinfo(cpu_text), "gpu": gpu, "threads": 2,
-                               "threads_source": "job"}}
+        return {
+            "paper": "npt",
+            "dataset": "wine",
+            "model": model,
+            "fold": fold,
+            "provenance": {"cpu": parse_cpuinfo(cpu_text), "gpu": gpu, "threads": 2, "threads_source": "job"},
+        }
 
     epyc = "model name\t: AMD EPYC 7B12\nflags\t: avx avx2\n"
     xeon = "model name\t: Intel Xeon 8480+\nflags\t: avx avx2 avx512f avx512_bf16 amx_tile\n"
@@ -296,8 +380,16 @@ def test_provenance_section_warns_when_results_ran_on_different_hardware(tmp_pat
     text = "".join(same.blocks)
     assert 'class="warning"' not in text and "AMD EPYC 7B12 · AVX2" in text and "(folds 0–3)" in text
     mixed = _Page(tmp_path)
-    _hardware_block(mixed, [record("knn", 0, epyc), record("knn", 1, epyc), record("knn", 2, xeon),
-                            record("npt", 0, xeon, h100), {"model": "old", "fold": 5, "provenance": {}}])
+    _hardware_block(
+        mixed,
+        [
+            record("knn", 0, epyc),
+            record("knn", 1, epyc),
+            record("knn", 2, xeon),
+            record("npt", 0, xeon, h100),
+            {"model": "old", "fold": 5, "provenance": {}},
+        ],
+    )
     text = "".join(mixed.blocks)
     assert 'class="warning"' in text and "4 different hardware configurations (or unrecorded)" in text
     rows = re.findall(r"<tr>(.*?)</tr>", text.split("<tbody>")[1])
@@ -315,9 +407,11 @@ def _may_install() -> tuple[bool, str]:
     asked = os.environ.get("CI") == "true" or os.environ.get("TABREPRO_BROWSER_TESTS") == "1"
     if is_root and debian and asked:
         return True, ""
-    return False, (f"no Chromium found; it is installed automatically only as root on Debian with "
-                   f"CI=true or TABREPRO_BROWSER_TESTS=1 (root={is_root}, debian={debian}, "
-                   f"asked={asked}, {platform.system()})")
+    return False, (
+        f"no Chromium found; it is installed automatically only as root on Debian with "
+        f"CI=true or TABREPRO_BROWSER_TESTS=1 (root={is_root}, debian={debian}, "
+        f"asked={asked}, {platform.system()})"
+    )
 
 
 def _ensure_chromium() -> str:
@@ -360,8 +454,7 @@ def test_report_renders_in_headless_chromium(workspace, tmp_path):
 
 # --------------------------------------------------------------------------- workflow wiring
 def test_workflow_dry_run_includes_analysis_and_report(tmp_path):
-    run = snakemake(copy_workflow(tmp_path), "all", "-n", "--quiet", "rules", "--config", "profile=quick",
-                    timeout=300)
+    run = snakemake(copy_workflow(tmp_path), "all", "-n", "--quiet", "rules", "--config", "profile=quick", timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     output = run.stdout + run.stderr
     assert "report_html" in output and "analyse_lookup" in output

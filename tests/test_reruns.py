@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from conftest import copy_workflow, tiny_profile
 from conftest import snakemake as run_snakemake
 
@@ -26,10 +27,24 @@ pytestmark = pytest.mark.slow
 
 def tiny(raw: dict) -> None:
     raw["profiles"]["reruns"] = tiny_profile(
-        ["knn", "random_forest", "npt"], description="rerun-trigger test", max_configs=2, folds=list(FOLDS),
-        model_overrides={"npt": {"max_configs": 1, "params": {
-            "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 4, "eval_every_epochs": 2,
-            "checkpoint_every_steps": 2}}})
+        ["knn", "random_forest", "npt"],
+        description="rerun-trigger test",
+        max_configs=2,
+        folds=list(FOLDS),
+        model_overrides={
+            "npt": {
+                "max_configs": 1,
+                "params": {
+                    "embed_dim": 8,
+                    "n_layers": 2,
+                    "n_heads": 2,
+                    "max_steps": 4,
+                    "eval_every_epochs": 2,
+                    "checkpoint_every_steps": 2,
+                },
+            }
+        },
+    )
     raw["profile"] = "reruns"
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 

@@ -19,7 +19,7 @@ from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinError, source_for_directory
 from tabrepro.errors import InputError
 from tabrepro.scale import census_levels
-from tabrepro.scale.bench import BENCH_PROFILE, TINY_BUDGETS, bench_params, format_table, Record
+from tabrepro.scale.bench import BENCH_PROFILE, TINY_BUDGETS, Record, bench_params, format_table
 from tabrepro.scale.generators import _planted_hand, poker_hand_class
 from tabrepro.scale.measure import run_measured
 from tabrepro.scale.standins import StandinRequestError, plan_files, write_standin
@@ -50,8 +50,9 @@ def test_a_small_stand_in_parses_into_the_registry_shape(tmp_path, allow, datase
     schema = table.schema
     assert schema.n_rows == marker.rows == 2000
     assert len(schema.features) == source.expected.features
-    assert [c.name for c in schema.columns] == [c for c in source.format.columns if c not in source.drop
-                                                and c != source.target] + [source.target]
+    assert [c.name for c in schema.columns] == [
+        c for c in source.format.columns if c not in source.drop and c != source.target
+    ] + [source.target]
     assert schema.task == source.task
     expected_kinds = {"higgs": {"continuous"}, "poker_hand": {"categorical"}}
     if dataset in expected_kinds:
@@ -119,20 +120,23 @@ def test_labels_depend_on_the_features_so_models_can_learn(tmp_path, allow):
 # poker hands
 
 
-@pytest.mark.parametrize(("cards", "hand"), [
-    ([(1, 1), (1, 10), (1, 11), (1, 12), (1, 13)], 9),
-    ([(2, 9), (2, 10), (2, 11), (2, 12), (2, 13)], 8),
-    ([(3, 1), (3, 2), (3, 3), (3, 4), (3, 5)], 8),
-    ([(1, 7), (2, 7), (3, 7), (4, 7), (1, 2)], 7),
-    ([(1, 7), (2, 7), (3, 7), (4, 2), (1, 2)], 6),
-    ([(4, 2), (4, 5), (4, 9), (4, 11), (4, 13)], 5),
-    ([(1, 10), (2, 11), (3, 12), (4, 13), (1, 1)], 4),
-    ([(1, 3), (2, 3), (3, 3), (4, 5), (1, 9)], 3),
-    ([(1, 3), (2, 3), (3, 5), (4, 5), (1, 9)], 2),
-    ([(1, 3), (2, 3), (3, 6), (4, 5), (1, 9)], 1),
-    ([(1, 1), (2, 3), (3, 6), (4, 5), (1, 9)], 0),
-    ([(1, 11), (2, 12), (3, 13), (4, 1), (1, 2)], 0),  # no wrap-around straight
-])
+@pytest.mark.parametrize(
+    ("cards", "hand"),
+    [
+        ([(1, 1), (1, 10), (1, 11), (1, 12), (1, 13)], 9),
+        ([(2, 9), (2, 10), (2, 11), (2, 12), (2, 13)], 8),
+        ([(3, 1), (3, 2), (3, 3), (3, 4), (3, 5)], 8),
+        ([(1, 7), (2, 7), (3, 7), (4, 7), (1, 2)], 7),
+        ([(1, 7), (2, 7), (3, 7), (4, 2), (1, 2)], 6),
+        ([(4, 2), (4, 5), (4, 9), (4, 11), (4, 13)], 5),
+        ([(1, 10), (2, 11), (3, 12), (4, 13), (1, 1)], 4),
+        ([(1, 3), (2, 3), (3, 3), (4, 5), (1, 9)], 3),
+        ([(1, 3), (2, 3), (3, 5), (4, 5), (1, 9)], 2),
+        ([(1, 3), (2, 3), (3, 6), (4, 5), (1, 9)], 1),
+        ([(1, 1), (2, 3), (3, 6), (4, 5), (1, 9)], 0),
+        ([(1, 11), (2, 12), (3, 13), (4, 1), (1, 2)], 0),  # no wrap-around straight
+    ],
+)
 def test_poker_hands_are_classed_by_the_rules(cards, hand):
     suits = np.array([[s for s, _ in cards]])
     ranks = np.array([[r for _, r in cards]])
@@ -215,8 +219,21 @@ def test_a_failed_generation_leaves_no_files(tmp_path, monkeypatch):
 def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path):
     (tmp_path / "higgs").mkdir()
     (tmp_path / "higgs" / "HIGGS.csv.gz").write_bytes(b"real")
-    done = subprocess.run([sys.executable, "-m", "tabrepro.scale.standins", "--dataset", "higgs", "--rows", "100",
-                           "--out", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tabrepro.scale.standins",
+            "--dataset",
+            "higgs",
+            "--rows",
+            "100",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "without a stand-in marker" in done.stderr
 
@@ -231,8 +248,9 @@ def test_a_stage_reports_its_own_peak_memory_and_a_timeout(tmp_path):
     assert result.status == "ok" and result.returncode == 0
     assert 300 < result.peak_rss_mb < 600
     assert result.tree_peak_rss_mb > 250  # the sampler saw it too
-    slow = run_measured([sys.executable, "-c", "import time; time.sleep(30)"], log_path=tmp_path / "slow.log",
-                        timeout_s=1.0)
+    slow = run_measured(
+        [sys.executable, "-c", "import time; time.sleep(30)"], log_path=tmp_path / "slow.log", timeout_s=1.0
+    )
     assert slow.status == "timeout" and slow.wall_s < 10
     failed = run_measured([sys.executable, "-c", "raise SystemExit(3)"], log_path=tmp_path / "f.log")
     assert failed.status == "failed" and failed.returncode == 3
@@ -244,8 +262,9 @@ def test_bench_params_are_a_valid_profile_with_tiny_budgets():
     params = Params(raw)
     assert params.profile_name == BENCH_PROFILE
     jobs = params.jobs()
-    assert {(j.dataset, j.model) for j in jobs} == {(d, m) for d in ("higgs", "income")
-                                                  for m in ("xgboost", "npt", "bishop")}
+    assert {(j.dataset, j.model) for j in jobs} == {
+        (d, m) for d in ("higgs", "income") for m in ("xgboost", "npt", "bishop")
+    }
     assert all(j.fold == 0 for j in jobs)
     for model in ("xgboost", "npt", "bishop"):
         assert params.n_configs("npt", "higgs", model) == 1
@@ -255,8 +274,10 @@ def test_bench_params_are_a_valid_profile_with_tiny_budgets():
 
 
 def test_the_table_shows_every_stage():
-    records = [Record("higgs", "higgs", 11_000, "prepare", None, "ok", 1.5, 2048.0, 1900.0),
-               Record("higgs", "higgs", 11_000, "train", "knn", "timeout", 60.0, 4096.0, 4000.0)]
+    records = [
+        Record("higgs", "higgs", 11_000, "prepare", None, "ok", 1.5, 2048.0, 1900.0),
+        Record("higgs", "higgs", 11_000, "train", "knn", "timeout", 60.0, 4096.0, 4000.0),
+    ]
     text = format_table(records)
     assert "| higgs | 11,000 | prepare |  | ok | 1.5 | 2.00 | 1.86 |" in text
     assert "| knn | timeout |" in text
@@ -271,22 +292,59 @@ def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path
     from tabrepro.scale import bench
 
     out = tmp_path / "bench.json"
-    code = bench.main(["--datasets", "poker_hand", "--models", "xgboost,knn,npt", "--rows-scale", "0.002",
-                       "--work", str(tmp_path / "work"), "--json", str(out), "--stage-timeout", "600"])
+    code = bench.main(
+        [
+            "--datasets",
+            "poker_hand",
+            "--models",
+            "xgboost,knn,npt",
+            "--rows-scale",
+            "0.002",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+            "--stage-timeout",
+            "600",
+        ]
+    )
     assert code == 0
     records = json.loads(out.read_text())["records"]
     assert [(r["stage"], r["model"], r["status"]) for r in records] == [
-        ("generate", None, "ok"), ("prepare", None, "ok"), ("split", None, "ok"), ("train", "xgboost", "ok"),
-        ("train", "knn", "ok"), ("train-config", "npt", "ok"), ("select", "npt", "ok")]
+        ("generate", None, "ok"),
+        ("prepare", None, "ok"),
+        ("split", None, "ok"),
+        ("train", "xgboost", "ok"),
+        ("train", "knn", "ok"),
+        ("train-config", "npt", "ok"),
+        ("select", "npt", "ok"),
+    ]
     for record in records:
         assert record["peak_rss_mb"] > 50 and record["wall_s"] > 0
     trained = [r for r in records if r["stage"] in ("train", "select")]
     assert all(r["job"]["n_test"] == 2000 for r in trained)  # the whole (scaled) official test file
     assert all(0 <= r["job"]["metrics"]["test"]["accuracy_pct"] <= 100 for r in trained)
-    env = {"TABREPRO_DATA_DIR": str(tmp_path / "work" / "data"), "TABREPRO_RESULTS_DIR": str(tmp_path / "work" / "results")}
-    done = subprocess.run([sys.executable, "-m", "tabrepro", "--params", str(tmp_path / "work" / "params.yaml"),
-                           "--profile", BENCH_PROFILE, "tables", "npt"], capture_output=True, text=True,
-                          env={**__import__("os").environ, **env}, cwd=tmp_path)
+    env = {
+        "TABREPRO_DATA_DIR": str(tmp_path / "work" / "data"),
+        "TABREPRO_RESULTS_DIR": str(tmp_path / "work" / "results"),
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tabrepro",
+            "--params",
+            str(tmp_path / "work" / "params.yaml"),
+            "--profile",
+            BENCH_PROFILE,
+            "tables",
+            "npt",
+        ],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     table8 = (tmp_path / "work" / "results" / "tables" / "npt" / "table8.md").read_text()
     assert "poker" in table8.lower()
@@ -303,32 +361,53 @@ def test_load_table_reads_the_same_frame_as_a_whole_file_read(tmp_path):
 
     from tabrepro.data.table import ColumnSpec, Table, TableSchema, load_table, save_table
 
-    frame = pd.DataFrame({"x": [1.5, np.nan, 3.0, -0.0], "c": pd.Series(["a", None, "b", "a"], dtype="str"),
-                          "y": pd.Series(["0", "1", "1", "0"], dtype="str")})
-    schema = TableSchema("d", "binary", "y", [ColumnSpec("x", "continuous"), ColumnSpec("c", "categorical", ["a", "b"]),
-                                              ColumnSpec("y", "categorical", ["0", "1"])], 4)
+    frame = pd.DataFrame(
+        {
+            "x": [1.5, np.nan, 3.0, -0.0],
+            "c": pd.Series(["a", None, "b", "a"], dtype="str"),
+            "y": pd.Series(["0", "1", "1", "0"], dtype="str"),
+        }
+    )
+    schema = TableSchema(
+        "d",
+        "binary",
+        "y",
+        [
+            ColumnSpec("x", "continuous"),
+            ColumnSpec("c", "categorical", ["a", "b"]),
+            ColumnSpec("y", "categorical", ["0", "1"]),
+        ],
+        4,
+    )
     save_table(Table(frame, schema), tmp_path)
     loaded = load_table(tmp_path)
     pd.testing.assert_frame_equal(loaded.frame, pd.read_parquet(tmp_path / "table.parquet"), check_exact=True)
     assert loaded.schema == schema
 
 
-@pytest.mark.parametrize("protocol", [
-    {"kind": "kfold", "n_folds": 5, "val_fraction": 0.2},
-    {"kind": "holdout", "train": 0.7, "val": 0.1, "test": 0.2, "max_train_rows": 500},
-    {"kind": "fixed_test", "val_fraction": 0.15},
-])
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        {"kind": "kfold", "n_folds": 5, "val_fraction": 0.2},
+        {"kind": "holdout", "train": 0.7, "val": 0.1, "test": 0.2, "max_train_rows": 500},
+        {"kind": "fixed_test", "val_fraction": 0.15},
+    ],
+)
 def test_splits_from_label_codes_equal_splits_from_the_labels(protocol):
     from tabrepro import splits
 
     rng = np.random.default_rng(4)
-    labels = rng.choice(np.array(["- 50000", "50000+", "b", "10", "9"], dtype=object), 2000, p=[0.5, 0.2, 0.2, 0.05, 0.05])
+    labels = rng.choice(
+        np.array(["- 50000", "50000+", "b", "10", "9"], dtype=object), 2000, p=[0.5, 0.2, 0.2, 0.05, 0.05]
+    )
     folds = range(splits.n_folds(protocol))
     with_codes = [splits.make_split(protocol, 2000, fold=k, seed=7, y=labels, n_fixed_test_rows=300) for k in folds]
     original = splits.class_codes
     try:
         splits.class_codes = lambda y: y  # the labels themselves, as before
-        with_labels = [splits.make_split(protocol, 2000, fold=k, seed=7, y=labels, n_fixed_test_rows=300) for k in folds]
+        with_labels = [
+            splits.make_split(protocol, 2000, fold=k, seed=7, y=labels, n_fixed_test_rows=300) for k in folds
+        ]
     finally:
         splits.class_codes = original
     assert [s.sha256 for s in with_codes] == [s.sha256 for s in with_labels]

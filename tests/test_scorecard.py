@@ -19,29 +19,51 @@ import pytest
 import yaml
 
 from conftest import tiny_profile, write_params
-
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
 from tabrepro.reporting.reference import lookup
-from tabrepro.reporting.scorecard import (CONSISTENT, DIFFERS, NOT_RUN, UNDETERMINED, Scorecard,
-                                          ScoreCell, build_scorecard, judge, render_markdown,
-                                          summary, write_scorecard)
+from tabrepro.reporting.scorecard import (
+    CONSISTENT,
+    DIFFERS,
+    NOT_RUN,
+    UNDETERMINED,
+    Scorecard,
+    ScoreCell,
+    build_scorecard,
+    judge,
+    render_markdown,
+    summary,
+    write_scorecard,
+)
 
 PROFILE = "cardtest"
 HIGGS_ERROR = "HTTP 404 for https://archive.ics.uci.edu/higgs.zip (no mirror copy)"
 
 
-def _result(params: Params, paper: str, dataset: str, model: str, fold: int, task: str,
-            test: dict[str, float], **extra: Any) -> None:
+def _result(
+    params: Params, paper: str, dataset: str, model: str, fold: int, task: str, test: dict[str, float], **extra: Any
+) -> None:
     """One job's metrics.json, shaped and digested like the ones `tabrepro train` writes."""
     path = Path(params.results_dir) / paper / dataset / model / f"fold{fold}" / "metrics.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({
-        "paper": paper, "dataset": dataset, "model": model, "fold": fold, "task": task,
-        "metrics": {"test": test, "val": {}}, "wall_time_s": 1.0, "peak_memory_mb": 1.0,
-        "profile": PROFILE, "params_digest": params.job_digest(Job(paper, dataset, model, fold)),
-        **extra}))
+    path.write_text(
+        json.dumps(
+            {
+                "paper": paper,
+                "dataset": dataset,
+                "model": model,
+                "fold": fold,
+                "task": task,
+                "metrics": {"test": test, "val": {}},
+                "wall_time_s": 1.0,
+                "peak_memory_mb": 1.0,
+                "profile": PROFILE,
+                "params_digest": params.job_digest(Job(paper, dataset, model, fold)),
+                **extra,
+            }
+        )
+    )
 
 
 def _binary(auroc: float, accuracy: float, nll: float) -> dict[str, float]:
@@ -59,10 +81,15 @@ def _log(root: Path, relative: str, text: str) -> Path:
 def workspace(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("scorecard")
     profile = tiny_profile(
-        ["random_forest", "xgboost", "knn", "catboost", "mlp", "npt"], ["breast_cancer", "boston", "protein", "higgs"],
-        bishop={"datasets": ["spambase"], "models": ["xgboost"]}, description="scorecard test", max_configs=2,
-        folds=[0, 1, 2], model_overrides={"knn": {"max_configs": 2, "reason": "kept small for the test"}},
-        not_run={"tabnet": "needs a GPU"})
+        ["random_forest", "xgboost", "knn", "catboost", "mlp", "npt"],
+        ["breast_cancer", "boston", "protein", "higgs"],
+        bishop={"datasets": ["spambase"], "models": ["xgboost"]},
+        description="scorecard test",
+        max_configs=2,
+        folds=[0, 1, 2],
+        model_overrides={"knn": {"max_configs": 2, "reason": "kept small for the test"}},
+        not_run={"tabnet": "needs a GPU"},
+    )
     params_file = write_params(root, profile, name=PROFILE)
     params = Params.from_file(params_file)
     # breast cancer: Random Forest agrees, XGBoost is far off (worse on every metric), k-NN
@@ -76,26 +103,30 @@ def workspace(tmp_path_factory) -> dict[str, Any]:
     _log(root, "npt/breast_cancer/npt/fold0/config0.log", "step 10\nRuntimeError: NaN loss\n\n")
     # boston: the paper's Table 12 gives an SD; protein is one holdout split on both sides.
     for fold, mse in enumerate([15.0, 16.0, 17.0]):
-        _result(params, "npt", "boston", "random_forest", fold, "regression",
-                {"rmse": math.sqrt(mse), "mse": mse, "r2_pct": 80.0})
+        _result(
+            params,
+            "npt",
+            "boston",
+            "random_forest",
+            fold,
+            "regression",
+            {"rmse": math.sqrt(mse), "mse": mse, "r2_pct": 80.0},
+        )
     # XGBoost on boston: fold 2 failed, folds 0 and 1 are judged.
     for fold, (rmse, mse) in enumerate([(3.3, 11.0), (3.5, 13.0)]):
         _result(params, "npt", "boston", "xgboost", fold, "regression", {"rmse": rmse, "mse": mse, "r2_pct": 80.0})
     _log(root, "npt/boston/xgboost/fold2.log", "MemoryError\n")
-    _result(params, "npt", "protein", "random_forest", 0, "regression",
-            {"rmse": 3.60, "mse": 12.96, "r2_pct": 60.0})
+    _result(params, "npt", "protein", "random_forest", 0, "regression", {"rmse": 3.60, "mse": 12.96, "r2_pct": 60.0})
     write_fetch_status(params.raw_dir(), FetchStatus("higgs", ok=False, error=HIGGS_ERROR))
     # BiSHop: one split, three seeds (the protocol's repeats).
     seeds = [_binary(a, 95.0, 0.1) for a in (0.984, 0.985, 0.986)]
-    _result(params, "bishop", "spambase", "xgboost", 0, "binary", _binary(0.985, 95.0, 0.1),
-            test_repeats=seeds)
+    _result(params, "bishop", "spambase", "xgboost", 0, "binary", _binary(0.985, 95.0, 0.1), test_repeats=seeds)
     card = build_scorecard(params)
     return {"root": root, "params": params, "params_file": params_file, "card": card}
 
 
 def cell(card: Scorecard, table: str, column: str, method: str, paper: str = "npt") -> ScoreCell:
-    found = [c for c in card.cells
-             if (c.paper, c.table, c.column, c.method) == (paper, table, column, method)]
+    found = [c for c in card.cells if (c.paper, c.table, c.column, c.method) == (paper, table, column, method)]
     assert len(found) == 1, found
     return found[0]
 
@@ -174,8 +205,9 @@ def test_missing_folds_are_judged_and_said_and_budget_cap_shown(workspace):
     boston = cell(workspace["card"], "table11", "boston", "XGBoost")
     assert boston.n == 2 and boston.verdict_class == CONSISTENT and boston.ours_mean == pytest.approx(3.4)
     log = workspace["root"] / "logs/train/npt/boston/xgboost/fold2.log"
-    assert (f"folds missing: 2 of 3 have results (1 of 3 folds failed; fold 2: see {log} "
-            f"(last line: MemoryError))") in boston.notes
+    assert (
+        f"folds missing: 2 of 3 have results (1 of 3 folds failed; fold 2: see {log} (last line: MemoryError))"
+    ) in boston.notes
 
 
 def test_rank_cells_need_every_paper_dataset(workspace):
@@ -183,8 +215,10 @@ def test_rank_cells_need_every_paper_dataset(workspace):
     assert c.verdict_class == NOT_RUN and c.metric == "rank_auroc"
     assert "every binary dataset of the paper (higgs, income, kick, breast_cancer)" in c.reason
     assert "missing: higgs (data not obtainable); income, kick (not selected by the profile)" in c.reason
-    assert ("breast_cancer: no results for Gradient Boosting, CatBoost, LightGBM, MLP, TabNet, NPT "
-            "(each cell of the dataset tables says why)") in c.reason
+    assert (
+        "breast_cancer: no results for Gradient Boosting, CatBoost, LightGBM, MLP, TabNet, NPT "
+        "(each cell of the dataset tables says why)"
+    ) in c.reason
 
 
 def test_bishop_cells_are_marked_test_selected_and_still_judged(workspace):
@@ -200,8 +234,7 @@ def test_bishop_cells_are_marked_test_selected_and_still_judged(workspace):
 def test_summary_counts_per_table_and_paper(workspace):
     counts = summary(workspace["card"])["papers"]["npt"]
     # table11: boston and protein x the paper's 9 methods; RF on both and XGBoost on boston judged.
-    assert counts["table11"] == {"consistent": 2, "differs": 0, "undetermined": 1, "not_run": 15,
-                                 "cells": 18}
+    assert counts["table11"] == {"consistent": 2, "differs": 0, "undetermined": 1, "not_run": 15, "cells": 18}
     tables = [key for key in counts if key != "all"]
     for verdict in ("consistent", "differs", "undetermined", "not_run", "cells"):
         assert counts["all"][verdict] == sum(counts[t][verdict] for t in tables)
@@ -244,11 +277,14 @@ def test_written_files_and_the_cli(workspace, capsys):
 
 def test_cli_input_errors_exit_2_without_files(workspace, tmp_path, capsys):
     params_file = str(workspace["params_file"])
-    assert tabrepro_main(["--params", params_file, "scorecard", "nopaper",
-                          "--output-dir", str(tmp_path / "a")]) == 2
+    assert tabrepro_main(["--params", params_file, "scorecard", "nopaper", "--output-dir", str(tmp_path / "a")]) == 2
     assert "nopaper" in capsys.readouterr().err and not (tmp_path / "a").exists()
-    assert tabrepro_main(["--params", params_file, "--profile", "quick", "scorecard", "bishop",
-                          "--output-dir", str(tmp_path / "b")]) == 2
+    assert (
+        tabrepro_main(
+            ["--params", params_file, "--profile", "quick", "scorecard", "bishop", "--output-dir", str(tmp_path / "b")]
+        )
+        == 2
+    )
     assert "selects no dataset of paper 'bishop'" in capsys.readouterr().err
     # A result written under other parameters is refused, naming the file.
     raw = yaml.safe_load(workspace["params_file"].read_text())

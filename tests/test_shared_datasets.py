@@ -22,16 +22,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import SHARED_DATASETS as SHARED
+from data_server import DataServer
 from tabrepro.data.fetch import MANIFEST_NAME, ChecksumMismatchError, FetchOptions, fetch_source
 from tabrepro.data.parse import parse_source
 from tabrepro.data.registry import DatasetSource, Expected, RemoteFile, get_source, load_registry
 
-from conftest import SHARED_DATASETS as SHARED
-from data_server import DataServer
 pytestmark = pytest.mark.skipif(
     SHARED is None,
     reason="offline dataset copies not found (../shared/datasets or $TABREPRO_SHARED_DATASETS); "
-           "real-file fetch/parse tests skipped",
+    "real-file fetch/parse tests skipped",
 )
 
 BANK_SAMPLE = {"bank_marketing/bank.csv": 4521, "bank_marketing/bank-names.txt": None}  # path -> rows
@@ -63,8 +63,12 @@ def available_part(source: DatasetSource) -> DatasetSource:
     table_files = [f for f in files if f.role in ("data", "test")]
     complete = len(table_files) == len(source.table_files)
     rows = source.expected.rows if complete else sum(f.rows or 0 for f in table_files)
-    return dataclasses.replace(source, files=files, expected=Expected(rows, source.expected.features),
-                               fixed_test_tail_rows=source.fixed_test_tail_rows if complete else 0)
+    return dataclasses.replace(
+        source,
+        files=files,
+        expected=Expected(rows, source.expected.features),
+        fixed_test_tail_rows=source.fixed_test_tail_rows if complete else 0,
+    )
 
 
 def fetch_and_parse(source: DatasetSource, raw: Path, server: DataServer) -> tuple[list[Path], object]:
@@ -74,8 +78,10 @@ def fetch_and_parse(source: DatasetSource, raw: Path, server: DataServer) -> tup
 
 def assert_manifest_matches_sums(source: DatasetSource, raw: Path) -> None:
     recorded = dict(
-        (name, digest) for digest, name in
-        (line.split("  ", 1) for line in (raw / source.name / MANIFEST_NAME).read_text().splitlines())
+        (name, digest)
+        for digest, name in (
+            line.split("  ", 1) for line in (raw / source.name / MANIFEST_NAME).read_text().splitlines()
+        )
     )
     for remote in source.files:
         assert recorded[remote.name] == SUMS[remote.mirror_path], remote.name
@@ -95,8 +101,9 @@ def test_registry_checksums_accept_the_shared_copies() -> None:
 
 
 @pytest.mark.parametrize("name", shared_entries())
-def test_real_files_fetch_and_parse_to_expected_shape(name: str, shared_data_server: DataServer,
-                                                      tmp_path: Path) -> None:
+def test_real_files_fetch_and_parse_to_expected_shape(
+    name: str, shared_data_server: DataServer, tmp_path: Path
+) -> None:
     source = available_part(get_source(name))
     paths, table = fetch_and_parse(source, tmp_path, shared_data_server)
     assert sorted(p.name for p in paths) == sorted(f.name for f in source.files)
@@ -124,8 +131,14 @@ def assert_no_feature_is_the_target(table) -> None:
 def test_bank_sample_parses_with_bank_full_options(shared_data_server: DataServer, tmp_path: Path) -> None:
     bank = get_source("bank_marketing")
     files = tuple(
-        RemoteFile(name=Path(path).name, url=None, mirror_path=path, sha256=SUMS[path],
-                   role="data" if rows else "doc", rows=rows)
+        RemoteFile(
+            name=Path(path).name,
+            url=None,
+            mirror_path=path,
+            sha256=SUMS[path],
+            role="data" if rows else "doc",
+            rows=rows,
+        )
         for path, rows in BANK_SAMPLE.items()
     )
     sample = dataclasses.replace(bank, files=files, expected=Expected(4521, bank.expected.features))
@@ -145,7 +158,9 @@ def test_shared_copy_with_wrong_bytes_is_refused(tmp_path: Path) -> None:
     (mirror / "breast_cancer_wdbc").mkdir(parents=True)
     real = (SHARED / "breast_cancer_wdbc" / "wdbc.data").read_bytes()
     (mirror / "breast_cancer_wdbc" / "wdbc.data").write_bytes(real.replace(b"M", b"B", 1))
-    (mirror / "breast_cancer_wdbc" / "wdbc.names").write_bytes((SHARED / "breast_cancer_wdbc" / "wdbc.names").read_bytes())
+    (mirror / "breast_cancer_wdbc" / "wdbc.names").write_bytes(
+        (SHARED / "breast_cancer_wdbc" / "wdbc.names").read_bytes()
+    )
     raw = tmp_path / "raw"
     raw.mkdir()
     with pytest.raises(ChecksumMismatchError, match=r"wdbc.data.*expected sha256 d606af41"):

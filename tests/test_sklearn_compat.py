@@ -46,17 +46,28 @@ CHEAP: dict[str, dict[str, Any]] = {
     "xgboost": {"n_estimators": 10},
     "catboost": {"n_estimators": 10},
     "lightgbm": {"n_estimators": 10, "min_child_samples": 2},
-    "mlp": {"hidden_layer_sizes": (16,), "learning_rate_init": 0.03, "max_epochs": 20,
-            "patience": 5},
+    "mlp": {"hidden_layer_sizes": (16,), "learning_rate_init": 0.03, "max_epochs": 20, "patience": 5},
     "knn": {},
     "tabnet": {"n_d": 8, "n_steps": 1, "max_epochs": 2, "patience": 2},
     "ft_transformer": {"n_blocks": 1, "d_block": 8, "attention_n_heads": 2, "max_epochs": 2},
     "resnet": {"n_blocks": 1, "d_block": 8, "max_epochs": 2},
     "npt": {"embed_dim": 8, "n_layers": 2, "n_heads": 2, "device": "cpu", "max_steps": 2},
-    "bishop": {"d_model": 8, "n_heads": 2, "ffn_dim": 16, "embed_dim": 4, "patch_size": 4,
-               "n_pooling": 2, "n_levels": 1, "merge_factor": 2, "n_decoded": 4,
-               "head_hidden": [1.0], "batch_size": 64, "onednn_linear": False, "device": "cpu",
-               "max_epochs": 1},
+    "bishop": {
+        "d_model": 8,
+        "n_heads": 2,
+        "ffn_dim": 16,
+        "embed_dim": 4,
+        "patch_size": 4,
+        "n_pooling": 2,
+        "n_levels": 1,
+        "merge_factor": 2,
+        "n_decoded": 4,
+        "head_hidden": [1.0],
+        "batch_size": 64,
+        "onednn_linear": False,
+        "device": "cpu",
+        "max_epochs": 1,
+    },
 }
 DEEP = ("tabnet", "ft_transformer", "resnet", "npt", "bishop")
 
@@ -77,23 +88,32 @@ class Exemption:
 
 VALIDATES_AT_CONSTRUCTION = Exemption(
     "the constructor refuses a bad task, n_classes, n_jobs, params or seed at once, so that a "
-    "bad configuration stops a workflow job before any data is read (tests/test_models.py)")
+    "bad configuration stops a workflow job before any data is read (tests/test_models.py)"
+)
 BUDGET = Exemption(
     "deep models run the checks at 1-2 epochs, too few to reach the check's accuracy 0.83 or "
-    "R^2 0.5; how well they learn is tested at real budgets in their own test files", strict=False)
+    "R^2 0.5; how well they learn is tested at real budgets in their own test files",
+    strict=False,
+)
 ONE_ROW_BATCHNORM = Exemption(
     "BatchNorm cannot train on a single row; a one-row regression fit fails with torch's message, "
-    "not one naming the sample count")
+    "not one naming the sample count"
+)
 FLOAT32_ROUNDING = Exemption(
     "a float32 network: one row at a time and all rows at once take different matrix-product "
-    "kernels, which round differently (~1e-7 relative)", strict=False)
+    "kernels, which round differently (~1e-7 relative)",
+    strict=False,
+)
 BATCH_DEPENDENT = Exemption(
     "NPT attends between datapoints: a row's prediction depends on the other rows predicted with "
     "it, by design (the paper's non-parametric prediction); by how much depends on what training "
-    "learned, so a check may pass at the test budget", strict=False)
+    "learned, so a check may pass at the test budget",
+    strict=False,
+)
 TABNET_PICKLE = Exemption(
     "a fitted TabNet holds pytorch-tabnet callbacks whose metric classes are defined inside "
-    "tabrepro.models.tabnet._library(), which pickle cannot find by name")
+    "tabrepro.models.tabnet._library(), which pickle cannot find by name"
+)
 
 
 def exemptions(name: str, task: str) -> dict[str, Exemption]:
@@ -106,7 +126,8 @@ def exemptions(name: str, task: str) -> dict[str, Exemption]:
     if task == "regression" and name == "catboost":
         out["check_fit2d_1sample"] = Exemption(
             "CatBoost refuses a one-row regression with its own CatBoostError ('All features are "
-            "either constant or ignored'), not a ValueError naming the sample count")
+            "either constant or ignored'), not a ValueError naming the sample count"
+        )
     if task == "regression" and name in ("tabnet", "resnet"):
         out["check_fit2d_1sample"] = ONE_ROW_BATCHNORM
     if name in ("tabnet", "ft_transformer", "resnet"):
@@ -149,12 +170,10 @@ def estimator_check_cases() -> Iterator[Any]:
                 exemption = exempt.get(_check_name(check))
                 marks = []
                 if exemption:
-                    marks.append(pytest.mark.xfail(strict=exemption.strict,
-                                                   reason=exemption.reason))
+                    marks.append(pytest.mark.xfail(strict=exemption.strict, reason=exemption.reason))
                 if (name if name not in ABLATIONS else "bishop") in DEEP:
                     marks.append(pytest.mark.slow)  # torch models: ~2 of the file's ~3 CPU-minutes
-                yield pytest.param(model, check, marks=marks,
-                                   id=f"{name}-{task}-{_check_id(check)}")
+                yield pytest.param(model, check, marks=marks, id=f"{name}-{task}-{_check_id(check)}")
 
 
 @pytest.fixture(autouse=True)
@@ -170,17 +189,23 @@ def test_scikit_learn_estimator_checks(model: TabularModel, check: Any) -> None:
 
 @pytest.mark.filterwarnings("ignore")
 def test_every_exemption_names_a_check_that_exists() -> None:
-    known = {_check_name(check) for name, cls in MODEL_REGISTRY.items() if name not in ABLATIONS
-             for task in ("classification", "regression")
-             for _, check in estimator_checks_generator(cls(task, cheap_params(name), seed=0))}
+    known = {
+        _check_name(check)
+        for name, cls in MODEL_REGISTRY.items()
+        if name not in ABLATIONS
+        for task in ("classification", "regression")
+        for _, check in estimator_checks_generator(cls(task, cheap_params(name), seed=0))
+    }
     for name in MODEL_REGISTRY:
         for task in ("classification", "regression"):
             assert set(exemptions(name, task)) <= known, (name, task)
 
 
 def test_importing_the_registry_loads_neither_sklearn_nor_torch() -> None:
-    code = ("import sys, tabrepro.models.registry; "
-            "assert 'sklearn' not in sys.modules and 'torch' not in sys.modules, 'loaded'")
+    code = (
+        "import sys, tabrepro.models.registry; "
+        "assert 'sklearn' not in sys.modules and 'torch' not in sys.modules, 'loaded'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -219,8 +244,7 @@ def test_clone_and_set_params_keep_the_workflow_result_bit_for_bit(name: str, ta
     cls = MODEL_REGISTRY[name]
     model = cls(task, params, seed=7, n_jobs=1)
     own = {"max_epochs": 200, "patience": 20} if name == "mlp" else {}
-    assert model.get_params() == {"task": task, "params": params, "seed": 7, "n_jobs": 1,
-                                  "n_classes": None, **own}
+    assert model.get_params() == {"task": task, "params": params, "seed": 7, "n_jobs": 1, "n_classes": None, **own}
     assert model.params is params  # stored as given, as clone() requires
     twin = clone(model)
     assert twin.get_params() == model.get_params() and twin.params is not params
@@ -295,10 +319,12 @@ def test_classification_learns_labels_and_speaks_sklearn() -> None:
 def test_a_model_in_a_pipeline_under_cross_val_score_and_a_grid_search() -> None:
     X, y = load_breast_cancer(return_X_y=True)
     labels = np.array(["malignant", "benign"])[y]
-    pipeline = Pipeline([
-        ("scale", StandardScaler()),
-        ("model", MODEL_REGISTRY["random_forest"]("classification", {"n_estimators": 20}, seed=0)),
-    ])
+    pipeline = Pipeline(
+        [
+            ("scale", StandardScaler()),
+            ("model", MODEL_REGISTRY["random_forest"]("classification", {"n_estimators": 20}, seed=0)),
+        ]
+    )
     folds = StratifiedKFold(n_splits=3, shuffle=True, random_state=0)
     accuracy = cross_val_score(pipeline, X, labels, cv=folds)
     auroc = cross_val_score(pipeline, X, labels, cv=folds, scoring="roc_auc")
@@ -312,9 +338,11 @@ def test_a_model_in_a_pipeline_under_cross_val_score_and_a_grid_search() -> None
 
 def test_a_deep_model_as_a_regressor_inside_scikit_learn_meta_estimators() -> None:
     X, y = make_regression(n_samples=150, n_features=5, noise=10.0, random_state=0)
-    network = MODEL_REGISTRY["resnet"]("regression", {"n_blocks": 1, "d_block": 16, "lr": 1e-2,
-                                                      "max_epochs": 30}, seed=0)
-    model = TransformedTargetRegressor(Pipeline([("scale", StandardScaler()), ("model", network)]),
-                                       transformer=StandardScaler())
+    network = MODEL_REGISTRY["resnet"](
+        "regression", {"n_blocks": 1, "d_block": 16, "lr": 1e-2, "max_epochs": 30}, seed=0
+    )
+    model = TransformedTargetRegressor(
+        Pipeline([("scale", StandardScaler()), ("model", network)]), transformer=StandardScaler()
+    )
     r2 = cross_val_score(model, X, y, cv=3)
     assert r2.shape == (3,) and r2.min() > 0.8

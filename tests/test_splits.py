@@ -5,8 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tabrepro.splits import (TEST, TRAIN, UNUSED, VAL, Split, SplitError, fold_path, load_split,
-                             make_all_splits, make_split, save_splits)
+from tabrepro.splits import (
+    TEST,
+    TRAIN,
+    UNUSED,
+    VAL,
+    Split,
+    SplitError,
+    fold_path,
+    load_split,
+    make_all_splits,
+    make_split,
+    save_splits,
+)
 
 CV10 = {"kind": "kfold", "n_folds": 10, "val_fraction": 0.2}
 HOLDOUT = {"kind": "holdout", "train": 0.7, "val": 0.1, "test": 0.2}

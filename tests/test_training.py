@@ -11,7 +11,6 @@ import yaml
 
 from conftest import tiny_profile
 from conftest import write_params as write_profile
-
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
 from tabrepro.training import run_config_job, run_job, select_config
@@ -19,9 +18,23 @@ from tabrepro.training import run_config_job, run_job, select_config
 
 def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:
     """Profile `tiny`: a tiny NPT (two variants) and k-NN on breast cancer, fold 0."""
-    profile = tiny_profile(["npt", "knn"], max_configs=2, model_overrides={"npt": {"max_configs": 2, "params": {
-        "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
-        "checkpoint_every_steps": 3}}})
+    profile = tiny_profile(
+        ["npt", "knn"],
+        max_configs=2,
+        model_overrides={
+            "npt": {
+                "max_configs": 2,
+                "params": {
+                    "embed_dim": 8,
+                    "n_layers": 2,
+                    "n_heads": 2,
+                    "max_steps": 6,
+                    "eval_every_epochs": 2,
+                    "checkpoint_every_steps": 3,
+                },
+            }
+        },
+    )
     return write_profile(tmp_path, profile, mutate=lambda raw: raw.update(seed=seed), filename=name)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import repo_raw_params
 
+from conftest import repo_raw_params
 from tabrepro.tuning import (
     SearchSpaceError,
     expand_search_space,
@@ -53,8 +53,11 @@ def test_grid_larger_than_budget_gives_distinct_random_draws() -> None:
 
 def test_small_budget_covers_every_stratum_of_each_parameter() -> None:
     # Latin hypercube: 4 draws over a 4-value learning rate use each value exactly once, for any seed.
-    space = {"lr": {"choice": [0.001, 0.01, 0.1, 0.3]}, "depth": {"choice": [3, 5, 10]},
-             "trees": {"choice": [50, 100, 500, 1000]}}
+    space = {
+        "lr": {"choice": [0.001, 0.01, 0.1, 0.3]},
+        "depth": {"choice": [3, 5, 10]},
+        "trees": {"choice": [50, 100, 500, 1000]},
+    }
     for seed in range(20):
         configs = sample_configs(space, "binary", n_configs=4, seed=seed)
         assert sorted(c["lr"] for c in configs) == [0.001, 0.01, 0.1, 0.3]
@@ -151,22 +154,31 @@ def test_select_best_direction_ties_and_nan() -> None:
 
 
 def test_variant_spaces_give_named_configs_in_order_with_forced_values_last():
-    space = {"n_configs": 3, "params": {"depth": 4, "rate": {"classification": 0.1, "regression": 0.2}},
-             "variants": {"plain": {}, "deep": {"depth": 8}, "slow": {"rate": 0.01}},
-             "forced": {"depth": 2}}
+    space = {
+        "n_configs": 3,
+        "params": {"depth": 4, "rate": {"classification": 0.1, "regression": 0.2}},
+        "variants": {"plain": {}, "deep": {"depth": 8}, "slow": {"rate": 0.01}},
+        "forced": {"depth": 2},
+    }
     assert variant_names(space) == ["plain", "deep", "slow"]
     configs = sample_configs(space, "regression", 2, seed=0)
     assert configs == [{"depth": 2, "rate": 0.2}, {"depth": 2, "rate": 0.2}]
     del space["forced"]
     assert sample_configs(space, "binary", 3, seed=5) == [
-        {"depth": 4, "rate": 0.1}, {"depth": 8, "rate": 0.1}, {"depth": 4, "rate": 0.01}]
+        {"depth": 4, "rate": 0.1},
+        {"depth": 8, "rate": 0.1},
+        {"depth": 4, "rate": 0.01},
+    ]
 
 
-@pytest.mark.parametrize("variants, message", [
-    ({"typo": {"dpeth": 3}}, r"variant 'typo' overrides \['dpeth'\]"),
-    ({"sampled": {"depth": {"int": [1, 3]}}}, r"variant 'sampled': parameter 'depth' must be a fixed value"),
-    ({}, "non-empty mapping"),
-])
+@pytest.mark.parametrize(
+    "variants, message",
+    [
+        ({"typo": {"dpeth": 3}}, r"variant 'typo' overrides \['dpeth'\]"),
+        ({"sampled": {"depth": {"int": [1, 3]}}}, r"variant 'sampled': parameter 'depth' must be a fixed value"),
+        ({}, "non-empty mapping"),
+    ],
+)
 def test_malformed_variants_are_named(variants, message):
     with pytest.raises(SearchSpaceError, match=message):
         sample_configs({"n_configs": 1, "params": {"depth": 4}, "variants": variants}, "binary", 1, seed=0)

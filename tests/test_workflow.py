@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 import pytest
+
 from conftest import SHARED_DATASETS, copy_workflow, repo_raw_params, snakemake, tiny_profile
 
 
@@ -14,21 +15,57 @@ def end_to_end_profile(raw: dict, datasets: list[str]) -> None:
     # Two NPT variants exercise the per-configuration jobs and the selection on validation;
     # a tiny BiSHop its protocol (selection, then the winner retrained with 3 seeds).
     raw["profiles"]["tiny"] = tiny_profile(
-        ["knn", "random_forest", "npt"], datasets, bishop={"datasets": ["breast_cancer"], "models": ["bishop"]},
-        description="end-to-end test", max_configs=2, folds=[0, 1], model_overrides={
-            "npt": {"max_configs": 2, "params": {
-                "embed_dim": 8, "n_layers": 2, "n_heads": 2, "max_steps": 6, "eval_every_epochs": 2,
-                "checkpoint_every_steps": 3}},
-            "bishop": {"max_configs": 2, "params": {
-                "embed_dim": 8, "patch_size": 4, "n_decoded": 4, "d_model": 16, "n_heads": 2, "ffn_dim": 16,
-                "n_pooling": 5, "n_levels": 2, "merge_factor": 2, "max_epochs": 2, "checkpoint_every_epochs": 1}},
-        })
+        ["knn", "random_forest", "npt"],
+        datasets,
+        bishop={"datasets": ["breast_cancer"], "models": ["bishop"]},
+        description="end-to-end test",
+        max_configs=2,
+        folds=[0, 1],
+        model_overrides={
+            "npt": {
+                "max_configs": 2,
+                "params": {
+                    "embed_dim": 8,
+                    "n_layers": 2,
+                    "n_heads": 2,
+                    "max_steps": 6,
+                    "eval_every_epochs": 2,
+                    "checkpoint_every_steps": 3,
+                },
+            },
+            "bishop": {
+                "max_configs": 2,
+                "params": {
+                    "embed_dim": 8,
+                    "patch_size": 4,
+                    "n_decoded": 4,
+                    "d_model": 16,
+                    "n_heads": 2,
+                    "ffn_dim": 16,
+                    "n_pooling": 5,
+                    "n_levels": 2,
+                    "merge_factor": 2,
+                    "max_epochs": 2,
+                    "checkpoint_every_epochs": 1,
+                },
+            },
+        },
+    )
     raw["profile"] = "tiny"
     # BiSHop's datasets all need downloads: the test gives its paper the embedded breast cancer set.
     raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {
-        "source": "breast_cancer", "protocol": "bishop_holdout", "search_space": "bishop_i", "group": "i"}
-    raw["feature_sparsity"]["tiny"] = {"paper": "bishop", "models": ["bishop"], "fractions": [0.0, 0.5],
-                                       "orders": ["random", "most_important"], "importance_trees": 10}
+        "source": "breast_cancer",
+        "protocol": "bishop_holdout",
+        "search_space": "bishop_i",
+        "group": "i",
+    }
+    raw["feature_sparsity"]["tiny"] = {
+        "paper": "bishop",
+        "models": ["bishop"],
+        "fractions": [0.0, 0.5],
+        "orders": ["random", "most_important"],
+        "importance_trees": 10,
+    }
     # Keep forests small so the test takes seconds (the baselines space serves both papers).
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 
@@ -52,7 +89,9 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
             assert npt["selection"]["n_configs"] == 2 and npt["selection"]["variant"] in ("vanilla", "layers16")
             chosen = json.loads((job / f"config{npt['selection']['best_index']}/result.json").read_text())
             assert chosen["metrics"]["val"] == npt["metrics"]["val"]  # chosen on validation
-            assert (job / "weights.pt").read_bytes() == (job / f"config{npt['selection']['best_index']}/weights.pt").read_bytes()
+            assert (job / "weights.pt").read_bytes() == (
+                job / f"config{npt['selection']['best_index']}/weights.pt"
+            ).read_bytes()
             assert len(list((job / "config0/state").glob("*/state.pt"))) == 1  # resumable, not an output
         for model in ("knn", "random_forest"):
             for fold in (0, 1):

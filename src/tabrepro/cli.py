@@ -46,8 +46,6 @@ def _params(args: argparse.Namespace) -> Params:
     return Params.from_file(args.params, profile=args.profile)
 
 
-
-
 def _require_table(params: Params, source: str) -> None:
     """The prepared table of a registry source, or an error naming the command that makes it."""
     path = params.layout.processed_table.path(source=source)
@@ -76,11 +74,16 @@ def cmd_jobs(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import unobtainable_datasets
 
     params = _params(args)
-    unobtainable = {(paper, dataset): error for paper in params.papers
-                    for dataset, error in unobtainable_datasets(params, paper).items()}
+    unobtainable = {
+        (paper, dataset): error
+        for paper in params.papers
+        for dataset, error in unobtainable_datasets(params, paper).items()
+    }
     for paper, dataset in unobtainable:
-        print(f"tabrepro jobs: leaving out {paper}/{dataset}: its download failed "
-              f"({unobtainable[paper, dataset]})", file=sys.stderr)
+        print(
+            f"tabrepro jobs: leaving out {paper}/{dataset}: its download failed ({unobtainable[paper, dataset]})",
+            file=sys.stderr,
+        )
     for job in params.jobs():
         if (job.paper, job.dataset) not in unobtainable:
             print(params.layout.job_metrics.path(job))
@@ -97,8 +100,9 @@ def cmd_configs(args: argparse.Namespace) -> None:
     params = _params(args)
     job = _job(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
     if not params.runs_on(job.paper, job.model, job.dataset):
-        raise ParamsError(f"model {job.model!r} does not run on {job.paper}/{job.dataset} (its tables cover "
-                          f"another dataset group)")
+        raise ParamsError(
+            f"model {job.model!r} does not run on {job.paper}/{job.dataset} (its tables cover another dataset group)"
+        )
     task = get_source(params.source_of(job.paper, job.dataset)).task
     configs = job_configs(params, job, task)
     if args.json:
@@ -107,11 +111,16 @@ def cmd_configs(args: argparse.Namespace) -> None:
     selected = job.dataset in params.selected_datasets(job.paper) and job.model in params.selected_models(job.paper)
     if not selected:
         reason = params.not_run_reason(job.model)
-        print(f"tabrepro configs: note: profile {params.profile_name!r} does not run this job"
-              + (f" ({reason})" if reason else ""), file=sys.stderr)
+        print(
+            f"tabrepro configs: note: profile {params.profile_name!r} does not run this job"
+            + (f" ({reason})" if reason else ""),
+            file=sys.stderr,
+        )
     space = params.dataset_entry(job.paper, job.dataset)["search_space"]
-    header = (f"# {job.paper}/{job.dataset}/{job.model}, profile {params.profile_name!r}: {len(configs)} "
-              f"configuration(s) from search space {space!r}, task {task}")
+    header = (
+        f"# {job.paper}/{job.dataset}/{job.model}, profile {params.profile_name!r}: {len(configs)} "
+        f"configuration(s) from search space {space!r}, task {task}"
+    )
     note = params.budget_note(job.paper, job.dataset, job.model)
     print(header + (f"; {note}" if note else ""))
     names = variant_names(params.search_space(job.paper, job.dataset, job.model))
@@ -127,9 +136,15 @@ def cmd_fetch(args: argparse.Namespace) -> None:
     params = _params(args)
     fetch = params.raw["fetch"]
     try:
-        files = fetch_dataset(args.dataset, params.raw_dir(), mirror=args.mirror or params.mirror,
-                              retries=fetch["retries"], backoff_seconds=fetch["backoff_seconds"],
-                              timeout_seconds=fetch["timeout_seconds"], progress=not args.quiet)
+        files = fetch_dataset(
+            args.dataset,
+            params.raw_dir(),
+            mirror=args.mirror or params.mirror,
+            retries=fetch["retries"],
+            backoff_seconds=fetch["backoff_seconds"],
+            timeout_seconds=fetch["timeout_seconds"],
+            progress=not args.quiet,
+        )
     except FetchError as error:
         if not args.record:
             raise
@@ -144,18 +159,19 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
+    from tabrepro.data.availability import read_fetch_status
     from tabrepro.data.parse import load_or_build_table
     from tabrepro.data.registry import get_source
     from tabrepro.data.table import save_table
-
-    from tabrepro.data.availability import read_fetch_status
 
     params = _params(args)
     get_source(args.dataset)  # a clear error for an unknown name before touching the disk
     status = read_fetch_status(params.raw_dir(), args.dataset)
     if status is not None and not status.ok:
-        raise ParamsError(f"dataset {args.dataset!r} could not be obtained: {status.error} (delete "
-                          f"{params.layout.fetch_status.path(source=args.dataset)} and fetch again)")
+        raise ParamsError(
+            f"dataset {args.dataset!r} could not be obtained: {status.error} (delete "
+            f"{params.layout.fetch_status.path(source=args.dataset)} and fetch again)"
+        )
     table = load_or_build_table(args.dataset, params.raw_dir())
     out = params.processed_dir(args.dataset)
     save_table(table, out)
@@ -179,10 +195,19 @@ def cmd_split(args: argparse.Namespace) -> None:
     seed = derive_seed(params.seed, args.paper, args.dataset, "split")
     protocol = params.protocol(args.paper, args.dataset)
     splits = make_all_splits(protocol, schema.n_rows, seed=seed, y=y, n_fixed_test_rows=schema.n_fixed_test_rows)
-    manifest = save_splits(splits, params.split_dir(args.paper, args.dataset), {
-        "paper": args.paper, "dataset": args.dataset, "source": entry["source"],
-        "protocol_name": entry["protocol"], "protocol": protocol, "seed": seed, "n_rows": schema.n_rows,
-    })
+    manifest = save_splits(
+        splits,
+        params.split_dir(args.paper, args.dataset),
+        {
+            "paper": args.paper,
+            "dataset": args.dataset,
+            "source": entry["source"],
+            "protocol_name": entry["protocol"],
+            "protocol": protocol,
+            "seed": seed,
+            "n_rows": schema.n_rows,
+        },
+    )
     tested = np.zeros(schema.n_rows, dtype=int)
     for split in splits:
         tested[split.test] += 1
@@ -196,7 +221,9 @@ def _job(params: Params, args: argparse.Namespace) -> Job:
     if job.model not in params.all_models(job.paper):
         raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
     if job.fold not in range(params.n_folds(job.paper, job.dataset)):
-        raise ParamsError(f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)")
+        raise ParamsError(
+            f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)"
+        )
     return job
 
 
@@ -217,8 +244,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     params = _params(args)
     job = _job(params, args)
     if _per_config(job.model):
-        raise ParamsError(f"{job.model} trains one job per configuration: use `tabrepro train-config` "
-                          f"then `tabrepro select` (the workflow does this)")
+        raise ParamsError(
+            f"{job.model} trains one job per configuration: use `tabrepro train-config` "
+            f"then `tabrepro select` (the workflow does this)"
+        )
     _require_splits(params, job)
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
     out = args.output or params.layout.job_metrics.path(job)
@@ -257,8 +286,13 @@ def cmd_tables(args: argparse.Namespace) -> None:
     params = _params(args)
     results = collect_current_results(params, args.paper)
     warn_missing_results(params, [args.paper], len(results), "tables")
-    written = build_tables(results, args.paper, params.paper(args.paper), params.tables_dir(args.paper),
-                           datasets_filter=params.selected_datasets(args.paper))
+    written = build_tables(
+        results,
+        args.paper,
+        params.paper(args.paper),
+        params.tables_dir(args.paper),
+        datasets_filter=params.selected_datasets(args.paper),
+    )
     for path in written:
         print(path)
 
@@ -279,8 +313,9 @@ def cmd_record(args: argparse.Namespace) -> None:
         print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
         return
     if args.name:
-        target = snapshot(_params(args), args.name, records_dir=audit["records_dir"],
-                          workflow_wall_time_s=args.wall_time)
+        target = snapshot(
+            _params(args), args.name, records_dir=audit["records_dir"], workflow_wall_time_s=args.wall_time
+        )
         print(f"{target}: recorded")
     update_readme(args.readme, audit["records_dir"])
     for problem in update_audit(**audit):
@@ -295,23 +330,34 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
     params = _params(args)
     card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
     layout = params.layout
-    out_dir = args.output_dir or (layout.scorecard_paper_dir.path(paper=args.paper) if args.paper
-                                  else layout.scorecard_dir.path())
+    out_dir = args.output_dir or (
+        layout.scorecard_paper_dir.path(paper=args.paper) if args.paper else layout.scorecard_dir.path()
+    )
     for path in write_scorecard(card, out_dir):
         print(path)
     for paper, tables in summary(card)["papers"].items():
         tally = tables["all"]
-        print(f"{paper}: {tally['cells']} cells: {tally['consistent']} consistent, {tally['differs']} "
-              f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run")
+        print(
+            f"{paper}: {tally['cells']} cells: {tally['consistent']} consistent, {tally['differs']} "
+            f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run"
+        )
 
 
 def cmd_analyse(args: argparse.Namespace) -> None:
     from tabrepro.analysis.runner import run_experiment
 
     params = _params(args)
-    path = run_experiment(params, args.paper, args.dataset, args.experiment, fold=args.fold,
-                          out_dir=args.output_dir, threads=args.threads,
-                          metrics_path=args.metrics, weights_path=args.weights)
+    path = run_experiment(
+        params,
+        args.paper,
+        args.dataset,
+        args.experiment,
+        fold=args.fold,
+        out_dir=args.output_dir,
+        threads=args.threads,
+        metrics_path=args.metrics,
+        weights_path=args.weights,
+    )
     print(path)
 
 
@@ -323,9 +369,14 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     params = _params(args)
     params.dataset_entry(args.paper, args.dataset)  # a clear error for an unknown dataset
-    path = run_curve(params, Job(args.paper, args.dataset, args.model, args.fold),
-                     metrics_path=args.metrics, out_path=args.output, n_jobs=args.threads,
-                     progress=not args.quiet)
+    path = run_curve(
+        params,
+        Job(args.paper, args.dataset, args.model, args.fold),
+        metrics_path=args.metrics,
+        out_path=args.output,
+        n_jobs=args.threads,
+        progress=not args.quiet,
+    )
     print(path)
 
 
@@ -355,9 +406,12 @@ def warn_missing_results(params: Params, papers: list[str], n_found: int, comman
     if n_found >= expected:
         return
     what = "no results yet" if n_found == 0 else f"results for {n_found} of {expected} jobs"
-    print(f"tabrepro {command}: warning: {what} for {', '.join(papers) or 'any paper'} in "
-          f"{params.results_dir}/ (profile {params.profile_name!r}); the rest shows the paper's numbers "
-          f"only. Run `snakemake --cores N all` (or `tabrepro train ...` per job) first.", file=sys.stderr)
+    print(
+        f"tabrepro {command}: warning: {what} for {', '.join(papers) or 'any paper'} in "
+        f"{params.results_dir}/ (profile {params.profile_name!r}); the rest shows the paper's numbers "
+        f"only. Run `snakemake --cores N all` (or `tabrepro train ...` per job) first.",
+        file=sys.stderr,
+    )
 
 
 def cmd_list(args: argparse.Namespace) -> None:
@@ -369,20 +423,25 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tabrepro", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tabrepro", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"tabrepro {__version__}")
+
     # The shared options work before or after the command (`tabrepro --profile paper validate`
     # and `tabrepro validate --profile paper`); the subcommand's copy must not reset the value.
     def add_shared(target: argparse.ArgumentParser, top_level: bool) -> None:
         default = (lambda value: value) if top_level else (lambda value: argparse.SUPPRESS)
-        target.add_argument("--params", type=Path, default=default(DEFAULT_PARAMS_FILE),
-                            help="parameters file (default: params.yaml)")
-        target.add_argument("--profile", default=default(None),
-                            help="profile of params.yaml to use (default: its `profile` key)")
+        target.add_argument(
+            "--params", type=Path, default=default(DEFAULT_PARAMS_FILE), help="parameters file (default: params.yaml)"
+        )
+        target.add_argument(
+            "--profile", default=default(None), help="profile of params.yaml to use (default: its `profile` key)"
+        )
         target.add_argument("-q", "--quiet", action="store_true", default=default(False), help="no progress bars")
-        target.add_argument("--debug", action="store_true", default=default(False),
-                            help="show the traceback of an input error too")
+        target.add_argument(
+            "--debug", action="store_true", default=default(False), help="show the traceback of an input error too"
+        )
 
     add_shared(parser, top_level=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -395,12 +454,20 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("validate", cmd_validate, "check params.yaml and summarise the active profile")
-    p = add("list", cmd_list, "list the registry's datasets (papers, task, rows, availability), the models "
-            "(accelerator, job layout, papers) or the profiles (description, job counts)")
+    p = add(
+        "list",
+        cmd_list,
+        "list the registry's datasets (papers, task, rows, availability), the models "
+        "(accelerator, job layout, papers) or the profiles (description, job counts)",
+    )
     p.add_argument("what", choices=("datasets", "models", "profiles"))
     add("jobs", cmd_jobs, "list the result file of every job in the active profile")
-    p = add("configs", cmd_configs, "print the candidate configurations a dataset x model's jobs run "
-            "(search space resolved, profile caps and overrides applied; the same for every fold)")
+    p = add(
+        "configs",
+        cmd_configs,
+        "print the candidate configurations a dataset x model's jobs run "
+        "(search space resolved, profile caps and overrides applied; the same for every fold)",
+    )
     p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
     p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
     p.add_argument("model", help="a model name, e.g. xgboost or npt")
@@ -408,14 +475,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fetch", cmd_fetch, "download and verify a registry dataset into <data>/raw/DATASET")
     p.add_argument("dataset", help="registry name, e.g. protein")
     p.add_argument("--mirror", help="URL or directory tried first (also $TABREPRO_DATA_MIRROR)")
-    p.add_argument("--record", action="store_true",
-                   help="write <data>/raw/DATASET/fetch_status.json; a download that fails is recorded "
-                        "there (exit 0) instead of stopping, so a workflow run goes on without it")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="write <data>/raw/DATASET/fetch_status.json; a download that fails is recorded "
+        "there (exit 0) instead of stopping, so a workflow run goes on without it",
+    )
     p = add("prepare", cmd_prepare, "parse a dataset's raw files (or embedded copy) into a canonical table")
     p.add_argument("dataset", help="registry name")
     p = add("split", cmd_split, "write a paper's fixed splits for one of its datasets")
     p.add_argument("paper")
     p.add_argument("dataset", help="the paper's dataset name")
+
     def add_job_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
         p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
@@ -426,60 +497,92 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
-    p = add("train-config", cmd_train_config,
-            "train one configuration of a per-configuration model (e.g. one NPT variant); resumes "
-            "from its state file after a crash or preemption")
+    p = add(
+        "train-config",
+        cmd_train_config,
+        "train one configuration of a per-configuration model (e.g. one NPT variant); resumes "
+        "from its state file after a crash or preemption",
+    )
     add_job_arguments(p)
     p.add_argument("config", type=int, help="configuration (variant) index")
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p.add_argument("--output-dir", type=Path, help="default: results/PAPER/DATASET/MODEL/foldK/configC")
-    p = add("select", cmd_select, "choose a per-configuration model's configuration on validation; score it on "
-            "test (retraining it with further seeds when the protocol has `repeats`)")
+    p = add(
+        "select",
+        cmd_select,
+        "choose a per-configuration model's configuration on validation; score it on "
+        "test (retraining it with further seeds when the protocol has `repeats`)",
+    )
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads for retraining on repeats (default: 1)")
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
-    p = add("record", cmd_record, "copy the profile's run outputs (metrics.json with provenance, fetch "
-            "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
-            "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)")
+    p = add(
+        "record",
+        cmd_record,
+        "copy the profile's run outputs (metrics.json with provenance, fetch "
+        "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
+        "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)",
+    )
     p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit to only regenerate the docs")
     p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
     p.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default: README.md)")
-    p.add_argument("--check", action="store_true", help="only check that both are current and that every differing cell of every record has a cause")
-    p = add("scorecard", cmd_scorecard, "judge every table cell of the profile against the paper's value "
-            "(consistent / differs / undetermined / not run, with the reason)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that both are current and that every differing cell of every record has a cause",
+    )
+    p = add(
+        "scorecard",
+        cmd_scorecard,
+        "judge every table cell of the profile against the paper's value "
+        "(consistent / differs / undetermined / not run, with the reason)",
+    )
     p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")
     p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")
     p.add_argument("--logs-dir", type=Path, help="the workflow's logs (default: logs/ beside params.yaml)")
 
     from tabrepro.analysis.settings import EXPERIMENTS, SYNTHETIC
 
-    p = add("analyse", cmd_analyse,
-            "run one of NPT's analysis experiments (corruption, deletion, attention on a trained "
-            "fold; lookup trains its own NPT)")
+    p = add(
+        "analyse",
+        cmd_analyse,
+        "run one of NPT's analysis experiments (corruption, deletion, attention on a trained "
+        "fold; lookup trains its own NPT)",
+    )
     p.add_argument("paper", help="paper whose results hold the trained NPT (npt)")
     p.add_argument("dataset", help=f"the paper's dataset name; for lookup also {SYNTHETIC!r}")
     p.add_argument("experiment", choices=EXPERIMENTS)
     p.add_argument("--fold", type=int, help="fold of the trained NPT (corruption, deletion, attention)")
-    p.add_argument("--output-dir", type=Path,
-                   help="where result.json and figures go (default: results/analysis/EXPERIMENT/DATASET[/foldK])")
+    p.add_argument(
+        "--output-dir",
+        type=Path,
+        help="where result.json and figures go (default: results/analysis/EXPERIMENT/DATASET[/foldK])",
+    )
     p.add_argument("--metrics", type=Path, help="the fold's NPT metrics.json (default: from the results tree)")
     p.add_argument("--weights", type=Path, help="the fold's NPT weights.pt (default: beside metrics.json)")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for torch (default: 1)")
-    p = add("sparsity", cmd_sparsity,
-            "retrain a model with a growing fraction of the features removed (BiSHop Fig. 4.1, "
-            "right): one dataset x model x fold, all orders and fractions of params.yaml")
+    p = add(
+        "sparsity",
+        cmd_sparsity,
+        "retrain a model with a growing fraction of the features removed (BiSHop Fig. 4.1, "
+        "right): one dataset x model x fold, all orders and fractions of params.yaml",
+    )
     p.add_argument("paper", help="paper whose main run selected the configuration")
     p.add_argument("dataset")
     p.add_argument("model", help="a model the profile runs on this dataset")
     p.add_argument("--fold", type=int, required=True)
     p.add_argument("--metrics", type=Path, help="the main run's metrics.json (default: from the results tree)")
-    p.add_argument("--output", type=Path,
-                   help="result file (default: results/feature_sparsity/PAPER/DATASET/MODEL/foldK.json)")
+    p.add_argument(
+        "--output", type=Path, help="result file (default: results/feature_sparsity/PAPER/DATASET/MODEL/foldK.json)"
+    )
     p.add_argument("--threads", type=int, default=1, help="CPU threads for the models (default: 1)")
-    p = add("sparsity-plot", cmd_sparsity_plot,
-            "average the feature-sparsity jobs over folds and datasets: curves.csv, curves.png")
+    p = add(
+        "sparsity-plot",
+        cmd_sparsity_plot,
+        "average the feature-sparsity jobs over folds and datasets: curves.csv, curves.png",
+    )
     p.add_argument("paper", nargs="?", help="default: the profile's feature_sparsity paper")
     p = add("report", cmd_report, "build the static HTML report (tables, figures, analysis, provenance)")
     p.add_argument("--output-dir", type=Path, help="report directory (default: results/report)")

@@ -12,10 +12,11 @@ import difflib
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import jsonschema
 import yaml
@@ -118,7 +119,7 @@ class Params:
         self._check_references()
 
     @classmethod
-    def from_file(cls, path: str | Path = DEFAULT_PARAMS_FILE, profile: str | None = None) -> "Params":
+    def from_file(cls, path: str | Path = DEFAULT_PARAMS_FILE, profile: str | None = None) -> Params:
         path = Path(path)
         if not path.is_file():
             raise ParamsError(f"{path}: no such parameters file")
@@ -142,7 +143,9 @@ class Params:
 
         raw = self.raw
         if raw["profile"] not in raw["profiles"]:
-            self._fail("profile", f"unknown profile {raw['profile']!r}" + _did_you_mean(raw["profile"], raw["profiles"]))
+            self._fail(
+                "profile", f"unknown profile {raw['profile']!r}" + _did_you_mean(raw["profile"], raw["profiles"])
+            )
         for name, proto in raw["protocols"].items():
             if proto["kind"] == "holdout" and abs(proto["train"] + proto["val"] + proto["test"] - 1) > 1e-9:
                 self._fail(f"protocols.{name}", "train + val + test must sum to 1")
@@ -156,19 +159,39 @@ class Params:
             for dataset, entry in cfg["datasets"].items():
                 where = f"papers.{paper}.datasets.{dataset}"
                 if entry["source"] not in sources:
-                    self._fail(f"{where}.source", f"unknown dataset {entry['source']!r}" + _did_you_mean(entry["source"], sources))
+                    self._fail(
+                        f"{where}.source",
+                        f"unknown dataset {entry['source']!r}" + _did_you_mean(entry["source"], sources),
+                    )
                 if entry["protocol"] not in raw["protocols"]:
-                    self._fail(f"{where}.protocol", f"unknown protocol {entry['protocol']!r}" + _did_you_mean(entry["protocol"], raw["protocols"]))
+                    self._fail(
+                        f"{where}.protocol",
+                        f"unknown protocol {entry['protocol']!r}" + _did_you_mean(entry["protocol"], raw["protocols"]),
+                    )
                 if entry["search_space"] not in raw["search_spaces"]:
-                    self._fail(f"{where}.search_space", f"unknown search space {entry['search_space']!r}" + _did_you_mean(entry["search_space"], raw["search_spaces"]))
+                    self._fail(
+                        f"{where}.search_space",
+                        f"unknown search space {entry['search_space']!r}"
+                        + _did_you_mean(entry["search_space"], raw["search_spaces"]),
+                    )
             for table, tcfg in cfg["tables"].items():
                 for model in tcfg.get("models", {}):
                     if model not in MODEL_NAMES:
-                        self._fail(f"papers.{paper}.tables.{table}.models", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
-                metrics = [tcfg.get("metric")] if tcfg.get("kind", "metric") == "metric" else list(tcfg.get("rank_metrics", {}).values())
+                        self._fail(
+                            f"papers.{paper}.tables.{table}.models",
+                            f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES),
+                        )
+                metrics = (
+                    [tcfg.get("metric")]
+                    if tcfg.get("kind", "metric") == "metric"
+                    else list(tcfg.get("rank_metrics", {}).values())
+                )
                 for metric in metrics:
                     if metric not in HIGHER_IS_BETTER:
-                        self._fail(f"papers.{paper}.tables.{table}", f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER))
+                        self._fail(
+                            f"papers.{paper}.tables.{table}",
+                            f"unknown metric {metric!r}" + _did_you_mean(str(metric), HIGHER_IS_BETTER),
+                        )
         for profile, pcfg in raw["profiles"].items():
             for paper, overrides in (pcfg.get("dataset_overrides") or {}).items():
                 for dataset, override in overrides.items():
@@ -177,16 +200,27 @@ class Params:
                         self._fail(where, f"unknown paper {paper!r}" + _did_you_mean(paper, raw["papers"]))
                     entries = raw["papers"][paper]["datasets"]
                     if dataset not in entries:
-                        self._fail(where, f"unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, entries))
+                        self._fail(
+                            where, f"unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, entries)
+                        )
                     if override["source"] not in sources:
-                        self._fail(f"{where}.source", f"unknown dataset {override['source']!r}" + _did_you_mean(override["source"], sources))
+                        self._fail(
+                            f"{where}.source",
+                            f"unknown dataset {override['source']!r}" + _did_you_mean(override["source"], sources),
+                        )
                     if sources[override["source"]].task != sources[entries[dataset]["source"]].task:
-                        self._fail(f"{where}.source", f"{override['source']!r} is a {sources[override['source']].task} task, "
-                                   f"{entries[dataset]['source']!r} a {sources[entries[dataset]['source']].task} one")
+                        self._fail(
+                            f"{where}.source",
+                            f"{override['source']!r} is a {sources[override['source']].task} task, "
+                            f"{entries[dataset]['source']!r} a {sources[entries[dataset]['source']].task} one",
+                        )
             for section in ("model_overrides", "not_run"):
                 for model in pcfg.get(section) or {}:
                     if model not in MODEL_NAMES:
-                        self._fail(f"profiles.{profile}.{section}", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+                        self._fail(
+                            f"profiles.{profile}.{section}",
+                            f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES),
+                        )
             for paper, sel in pcfg["papers"].items():
                 where = f"profiles.{profile}.papers.{paper}"
                 if paper not in raw["papers"]:
@@ -195,9 +229,15 @@ class Params:
                     known = self.all_models(paper) if kind == "models" else raw["papers"][paper][kind]
                     for i, name in enumerate([] if sel[kind] == "all" else sel[kind]):
                         if name not in known:
-                            self._fail(f"{where}.{kind}[{i}]", f"unknown {kind[:-1]} {name!r} for paper {paper!r}" + _did_you_mean(name, known))
+                            self._fail(
+                                f"{where}.{kind}[{i}]",
+                                f"unknown {kind[:-1]} {name!r} for paper {paper!r}" + _did_you_mean(name, known),
+                            )
                         if kind == "models" and name in (pcfg.get("not_run") or {}):
-                            self._fail(f"{where}.models[{i}]", f"{name!r} is also listed in profiles.{profile}.not_run; keep one")
+                            self._fail(
+                                f"{where}.models[{i}]",
+                                f"{name!r} is also listed in profiles.{profile}.not_run; keep one",
+                            )
         self._check_hyperparameters(sources)
 
     def _check_hyperparameters(self, sources: dict) -> None:
@@ -243,7 +283,9 @@ class Params:
         for profile, pcfg in raw["profiles"].items():
             for model, override in (pcfg.get("model_overrides") or {}).items():
                 families = self._override_families(profile, model, sources, family)
-                check(f"profiles.{profile}.model_overrides.{model}.params", model, override.get("params") or {}, families)
+                check(
+                    f"profiles.{profile}.model_overrides.{model}.params", model, override.get("params") or {}, families
+                )
 
     def _override_families(self, profile: str, model: str, sources: dict, family: dict[str, str]) -> set[str]:
         """Task families of the datasets on which a profile runs a model (empty when none)."""
@@ -282,7 +324,9 @@ class Params:
         """The paper's entry for a dataset, with the active profile's substitute source if any."""
         datasets = self.paper(paper)["datasets"]
         if dataset not in datasets:
-            raise ParamsError(f"{self.source}: unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, datasets))
+            raise ParamsError(
+                f"{self.source}: unknown dataset {dataset!r} for paper {paper!r}" + _did_you_mean(dataset, datasets)
+            )
         override = self._dataset_override(paper, dataset)
         return {**datasets[dataset], "source": override["source"]} if override else datasets[dataset]
 
@@ -353,8 +397,7 @@ class Params:
         if model in cfg["models"]:
             return True
         group = cfg["datasets"][dataset].get("group")
-        return any(model in t.get("models", {}) and t.get("group") in (None, group)
-                   for t in cfg["tables"].values())
+        return any(model in t.get("models", {}) and t.get("group") in (None, group) for t in cfg["tables"].values())
 
     def selected_datasets(self, paper: str) -> list[str]:
         return self._selected(paper, "datasets")
@@ -409,8 +452,11 @@ class Params:
 
     def split_digest(self, paper: str, dataset: str) -> str:
         """Hash of what a dataset's splits depend on: a change rewrites them (and reruns its jobs)."""
-        relevant = {"seed": self.seed, "dataset": self.dataset_entry(paper, dataset),
-                    "protocol": self.protocol(paper, dataset)}
+        relevant = {
+            "seed": self.seed,
+            "dataset": self.dataset_entry(paper, dataset),
+            "protocol": self.protocol(paper, dataset),
+        }
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def job_digest(self, job: Job) -> str:

@@ -38,8 +38,16 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "Calibration", "CostModel", "FAMILIES", "GpuAssumptions", "MeasuredJob", "TableShape", "family_of",
-    "fit_terms", "job_terms", "memory_terms",
+    "Calibration",
+    "CostModel",
+    "FAMILIES",
+    "GpuAssumptions",
+    "MeasuredJob",
+    "TableShape",
+    "family_of",
+    "fit_terms",
+    "job_terms",
+    "memory_terms",
 ]
 
 EARLY_STOP_PATIENCES = 3.0  # an early-stopped run is assumed to last 3 x patience epochs
@@ -77,9 +85,18 @@ class GpuAssumptions:
 # families and their work terms
 
 FAMILIES: dict[str, str] = {
-    "xgboost": "boosting_hist", "lightgbm": "boosting_hist", "catboost": "catboost",
-    "gradient_boosting": "boosting_exact", "random_forest": "random_forest", "knn": "knn", "mlp": "mlp",
-    "tabnet": "tabnet", "ft_transformer": "torch_mlp", "resnet": "torch_mlp", "npt": "npt", "bishop": "bishop",
+    "xgboost": "boosting_hist",
+    "lightgbm": "boosting_hist",
+    "catboost": "catboost",
+    "gradient_boosting": "boosting_exact",
+    "random_forest": "random_forest",
+    "knn": "knn",
+    "mlp": "mlp",
+    "tabnet": "tabnet",
+    "ft_transformer": "torch_mlp",
+    "resnet": "torch_mlp",
+    "npt": "npt",
+    "bishop": "bishop",
 }
 GPU_FAMILIES = ("tabnet", "torch_mlp", "npt", "bishop")
 
@@ -171,7 +188,7 @@ def bishop_sample_flops(config: Mapping[str, Any], n_features: int) -> float:
     pooling = float(_get(config, "n_pooling", 10))
     per_token = 2 * (8 * d * d + 4 * d * ffn)
     tokens = n_features * max(embed / patch, 1.0)
-    encoder = sum(tokens / merge ** level for level in range(levels)) * (per_token + 4 * pooling * d)
+    encoder = sum(tokens / merge**level for level in range(levels)) * (per_token + 4 * pooling * d)
     decoder = levels * n_features * max(decoded / patch, 1.0) * per_token if _get(config, "decoder", True) else 0.0
     return encoder + decoder
 
@@ -186,16 +203,36 @@ COST_KEYS: dict[str, tuple[str, ...]] = {
     "knn": (),
     "mlp": ("hidden_layer_sizes", "max_epochs", "patience", "batch_size"),
     "tabnet": ("n_d", "n_a", "n_steps", "virtual_batch_size", "max_epochs", "patience", "batch_size"),
-    "torch_mlp": ("n_blocks", "d_block", "ffn_d_hidden_multiplier", "d_hidden_multiplier", "batch_size",
-                  "max_epochs", "patience"),
+    "torch_mlp": (
+        "n_blocks",
+        "d_block",
+        "ffn_d_hidden_multiplier",
+        "d_hidden_multiplier",
+        "batch_size",
+        "max_epochs",
+        "patience",
+    ),
     "npt": ("embed_dim", "n_layers", "n_heads", "batch_size", "max_steps", "eval_every_epochs"),
-    "bishop": ("embed_dim", "patch_size", "d_model", "ffn_dim", "n_levels", "merge_factor", "n_decoded",
-               "n_pooling", "decoder", "max_epochs", "patience", "batch_size"),
+    "bishop": (
+        "embed_dim",
+        "patch_size",
+        "d_model",
+        "ffn_dim",
+        "n_levels",
+        "merge_factor",
+        "n_decoded",
+        "n_pooling",
+        "decoder",
+        "max_epochs",
+        "patience",
+        "batch_size",
+    ),
 }
 
 
-def fit_terms(model: str, config: Mapping[str, Any], shape: TableShape, *, score_rows: int,
-              bound: bool = False) -> dict[str, float]:
+def fit_terms(
+    model: str, config: Mapping[str, Any], shape: TableShape, *, score_rows: int, bound: bool = False
+) -> dict[str, float]:
     """Work units of fitting one configuration on the training rows and scoring `score_rows` rows."""
     family = family_of(model)
     key = tuple((name, _hashable(config[name])) for name in COST_KEYS[family] if name in config)
@@ -207,13 +244,15 @@ def _hashable(value: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=65536)
-def _fit_terms_cached(model: str, key: tuple, shape: TableShape, score_rows: int,
-                      bound: bool) -> tuple[tuple[str, float], ...]:
+def _fit_terms_cached(
+    model: str, key: tuple, shape: TableShape, score_rows: int, bound: bool
+) -> tuple[tuple[str, float], ...]:
     return tuple(_fit_terms(model, dict(key), shape, score_rows=score_rows, bound=bound).items())
 
 
-def _fit_terms(model: str, config: Mapping[str, Any], shape: TableShape, *, score_rows: int,
-               bound: bool) -> dict[str, float]:
+def _fit_terms(
+    model: str, config: Mapping[str, Any], shape: TableShape, *, score_rows: int, bound: bool
+) -> dict[str, float]:
     family = family_of(model)
     n, f, k = float(shape.n_train), float(max(shape.width, 1)), float(shape.outputs)
     s = float(score_rows)
@@ -235,15 +274,19 @@ def _fit_terms(model: str, config: Mapping[str, Any], shape: TableShape, *, scor
         weights = _mlp_weights(layers, int(f), int(k))
         epochs = _epochs(config, 200, 20, bound)
         batch = float(_get(config, "batch_size", 200))
-        return {"flops": (epochs * 6 * n * weights + epochs * 2 * shape.n_val * weights + 2 * s * weights) / 1e9,
-                "steps": epochs * n / batch / 1e3}
+        return {
+            "flops": (epochs * 6 * n * weights + epochs * 2 * shape.n_val * weights + 2 * s * weights) / 1e9,
+            "steps": epochs * n / batch / 1e3,
+        }
     if family == "tabnet":
         epochs = _epochs(config, 100, 10, bound)
         row = _tabnet_row_flops(config, int(f))
         virtual = float(_get(config, "virtual_batch_size", 128))
         steps = float(_get(config, "n_steps", 3))
-        return {"flops": (epochs * (3 * n + shape.n_val) * row + s * row) / 1e9,
-                "steps": epochs * n / virtual * steps / 1e3}
+        return {
+            "flops": (epochs * (3 * n + shape.n_val) * row + s * row) / 1e9,
+            "steps": epochs * n / virtual * steps / 1e3,
+        }
     if family == "torch_mlp":
         epochs = _epochs(config, 300, 40, bound)
         row = _torch_row_flops(model, config, shape)
@@ -255,7 +298,10 @@ def _fit_terms(model: str, config: Mapping[str, Any], shape: TableShape, *, scor
         epochs = _epochs(config, 200, 20, bound)
         sample = bishop_sample_flops(config, shape.n_features)
         batch = float(_get(config, "batch_size", 32))
-        return {"flops": (epochs * (3 * n + shape.n_val) * sample + s * sample) / 1e9, "steps": epochs * n / batch / 1e3}
+        return {
+            "flops": (epochs * (3 * n + shape.n_val) * sample + s * sample) / 1e9,
+            "steps": epochs * n / batch / 1e3,
+        }
     raise KeyError(f"no cost terms for model {model!r}")
 
 
@@ -271,8 +317,10 @@ def _npt_terms(config: Mapping[str, Any], shape: TableShape) -> dict[str, float]
     per_epoch = math.ceil(rows / batch)
     evals = math.floor(steps / (float(_get(config, "eval_every_epochs", 5)) * per_epoch)) + 1 + 2
     full_pass = per_epoch * npt_step_flops(config, attributes, batch)
-    return {"flops": (3 * steps * npt_step_flops(config, attributes, batch) + evals * full_pass) / 1e9,
-            "steps": (steps + evals * per_epoch) / 1e3}
+    return {
+        "flops": (3 * steps * npt_step_flops(config, attributes, batch) + evals * full_pass) / 1e9,
+        "steps": (steps + evals * per_epoch) / 1e3,
+    }
 
 
 def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> dict[str, float]:
@@ -300,6 +348,7 @@ def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> di
 # ----------------------------------------------------------------------------------------------
 # jobs
 
+
 @dataclass(frozen=True)
 class JobWork:
     """Everything one workflow job does, as summed work and memory terms."""
@@ -314,8 +363,15 @@ def _add(total: dict[str, float], more: Mapping[str, float], times: float = 1.0)
         total[key] = total.get(key, 0.0) + times * value
 
 
-def job_terms(model: str, kind: str, configs: Sequence[Mapping[str, Any]], shape: TableShape, *,
-              repeats: int = 1, bound: bool = False) -> JobWork:
+def job_terms(
+    model: str,
+    kind: str,
+    configs: Sequence[Mapping[str, Any]],
+    shape: TableShape,
+    *,
+    repeats: int = 1,
+    bound: bool = False,
+) -> JobWork:
     """The work of one job: `train` (every config fitted and scored on validation; the winner
     scored on test and retrained repeats - 1 times), `train_config` (one config, validation and
     test predicted) or `select` (the winner retrained repeats - 1 times)."""

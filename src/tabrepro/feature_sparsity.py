@@ -40,15 +40,29 @@ from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
 from tabrepro.seeding import derive_seed
 
-__all__ = ["ORDERS", "SparsityError", "SparsitySettings", "sparsity_settings", "plan_jobs", "result_path",
-           "curve_files", "attribute_importance", "removal_sequence", "restrict_features",
-           "run_curve", "plot_curves"]
+__all__ = [
+    "ORDERS",
+    "SparsityError",
+    "SparsitySettings",
+    "sparsity_settings",
+    "plan_jobs",
+    "result_path",
+    "curve_files",
+    "attribute_importance",
+    "removal_sequence",
+    "restrict_features",
+    "run_curve",
+    "plot_curves",
+]
 
 log = logging.getLogger(__name__)
 
 ORDERS = ("random", "least_important", "most_important")
-ORDER_LABELS = {"random": "random", "least_important": "least important first",
-                "most_important": "most important first"}
+ORDER_LABELS = {
+    "random": "random",
+    "least_important": "least important first",
+    "most_important": "most important first",
+}
 EXPERIMENT = "feature_sparsity"
 
 
@@ -99,10 +113,14 @@ def sparsity_settings(params: Params) -> SparsitySettings | None:
             raise SparsityError(f"{where}.datasets: {unknown} not datasets of paper {settings.paper!r}")
     for dataset in _datasets(params, settings):
         for model in settings.models:
-            if model not in params.selected_models(settings.paper) or not params.runs_on(settings.paper, model, dataset):
-                raise SparsityError(f"{where}.models: {model!r} does not run on {settings.paper}/{dataset} in "
-                                    f"profile {params.profile_name!r}; the curves retrain the configuration "
-                                    f"its main run selected")
+            if model not in params.selected_models(settings.paper) or not params.runs_on(
+                settings.paper, model, dataset
+            ):
+                raise SparsityError(
+                    f"{where}.models: {model!r} does not run on {settings.paper}/{dataset} in "
+                    f"profile {params.profile_name!r}; the curves retrain the configuration "
+                    f"its main run selected"
+                )
     return settings
 
 
@@ -137,13 +155,23 @@ def result_path(params: Params, job: Job) -> Path:
 def curve_files(params: Params, paper: str) -> dict[str, Path]:
     """The aggregate outputs of `plot_curves` for a paper."""
     layout = params.layout
-    return {"csv": layout.sparsity_curves_csv.path(paper=paper), "png": layout.sparsity_curves_png.path(paper=paper),
-            "summary": layout.sparsity_summary.path(paper=paper)}
+    return {
+        "csv": layout.sparsity_curves_csv.path(paper=paper),
+        "png": layout.sparsity_curves_png.path(paper=paper),
+        "summary": layout.sparsity_summary.path(paper=paper),
+    }
 
 
 # ------------------------------------------------------------------------------ the method
-def attribute_importance(X_train: np.ndarray, y_train: np.ndarray, feature_groups: tuple[tuple[str, int], ...],
-                         task: str, seed: int, n_trees: int, n_jobs: int = 1) -> np.ndarray:
+def attribute_importance(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    feature_groups: tuple[tuple[str, int], ...],
+    task: str,
+    seed: int,
+    n_trees: int,
+    n_jobs: int = 1,
+) -> np.ndarray:
     """Random-forest impurity importance of each original feature (summed over its columns).
 
     Fitted on the rows given, which the caller keeps to the fold's training rows.
@@ -180,17 +208,27 @@ def restrict_features(data: Any, keep: list[int]) -> Any:
     """The fold (training.FoldData) with only the features `keep` (indices into its groups)."""
     bounds = np.cumsum([0, *(width for _, width in data.feature_groups)])
     columns = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in keep])
-    return dataclasses.replace(data, X=np.ascontiguousarray(data.X[:, columns]),
-                               feature_groups=tuple(data.feature_groups[i] for i in keep),
-                               feature_names=tuple(data.feature_names[i] for i in keep))
+    return dataclasses.replace(
+        data,
+        X=np.ascontiguousarray(data.X[:, columns]),
+        feature_groups=tuple(data.feature_groups[i] for i in keep),
+        feature_names=tuple(data.feature_names[i] for i in keep),
+    )
 
 
 def _point_key(order: str, fraction: float) -> str:
     return f"{order}@{fraction:g}"
 
 
-def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out_path: Path | None = None,
-              n_jobs: int = 1, progress: bool = True) -> Path:
+def run_curve(
+    params: Params,
+    job: Job,
+    *,
+    metrics_path: Path | None = None,
+    out_path: Path | None = None,
+    n_jobs: int = 1,
+    progress: bool = True,
+) -> Path:
     """Every (order, fraction) point of one dataset x model x fold; returns the result path.
 
     Points are written to `<out>.partial.json` as they finish, so a killed job resumes where it
@@ -207,8 +245,10 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
     metrics_path = Path(metrics_path or params.layout.job_metrics.path(job))
     out_path = Path(out_path or result_path(params, job))
     if not metrics_path.is_file():
-        raise FileNotFoundError(f"{metrics_path}: the main run of {job.paper}/{job.dataset}/{job.model}/"
-                                f"fold{job.fold} is missing (the curves retrain its selected configuration)")
+        raise FileNotFoundError(
+            f"{metrics_path}: the main run of {job.paper}/{job.dataset}/{job.model}/"
+            f"fold{job.fold} is missing (the curves retrain its selected configuration)"
+        )
     main_run = json.loads(metrics_path.read_text())
     config = main_run["selected_config"]
     data = load_fold(params, job)
@@ -227,9 +267,15 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
 
     tr, va, te = data.split.train, data.split.val, data.split.test
     names = list(data.feature_names)
-    importance = attribute_importance(data.X[tr], data.y[tr], data.feature_groups, data.task,
-                                      derive_seed(params.seed, *job.names(), "importance"),
-                                      settings.importance_trees, n_jobs)
+    importance = attribute_importance(
+        data.X[tr],
+        data.y[tr],
+        data.feature_groups,
+        data.task,
+        derive_seed(params.seed, *job.names(), "importance"),
+        settings.importance_trees,
+        n_jobs,
+    )
     rng = np.random.default_rng(derive_seed(params.seed, *job.names(), "random_order"))
     sequences = {order: removal_sequence(order, importance, rng) for order in ORDERS}
     model_class = get_model_class(job.model)
@@ -241,40 +287,71 @@ def run_curve(params: Params, job: Job, *, metrics_path: Path | None = None, out
         seed = derive_seed(params.seed, *job.names(), EXPERIMENT, len(removed), *sorted(removed))
         work_dir = out_path.with_name(out_path.stem) / "state" / hashlib.sha256(key.encode()).hexdigest()[:12]
         model = model_class(data.task, config, seed=seed, n_jobs=n_jobs, n_classes=data.n_classes)
-        model.fit(reduced.X[tr], reduced.y[tr], reduced.X[va], reduced.y[va],
-                  context=reduced.context(work_dir if model_class.accelerator == "gpu" else None))
-        scores = {part: outputs_metrics(data.task, model_outputs(model, data.task, reduced.X[rows]),
-                                        data.y[rows], data.target) for part, rows in (("val", va), ("test", te))}
+        model.fit(
+            reduced.X[tr],
+            reduced.y[tr],
+            reduced.X[va],
+            reduced.y[va],
+            context=reduced.context(work_dir if model_class.accelerator == "gpu" else None),
+        )
+        scores = {
+            part: outputs_metrics(
+                data.task, model_outputs(model, data.task, reduced.X[rows]), data.y[rows], data.target
+            )
+            for part, rows in (("val", va), ("test", te))
+        }
         return {**scores, "n_features": len(keep), "wall_time_s": round(time.perf_counter() - point_started, 3)}
 
     points = []
     plan = [(order, fraction) for order in settings.orders for fraction in settings.fractions]
-    for order, fraction in tqdm(plan, desc=f"{EXPERIMENT} {job.dataset}/{job.model}/fold{job.fold}",
-                                unit="point", disable=not progress):
-        removed = [int(i) for i in sequences[order][:n_removed(fraction, len(names))]]
+    for order, fraction in tqdm(
+        plan, desc=f"{EXPERIMENT} {job.dataset}/{job.model}/fold{job.fold}", unit="point", disable=not progress
+    ):
+        removed = [int(i) for i in sequences[order][: n_removed(fraction, len(names))]]
         # The same removed set (e.g. 0% in every order) is trained once and shared.
         key = json.dumps(sorted(removed))
         if key not in done:
             done[key] = fit_point(removed, key)
-            atomic_write_bytes(partial_path, json.dumps({"identity": identity, "points": done},
-                                                        sort_keys=True).encode())
+            atomic_write_bytes(
+                partial_path, json.dumps({"identity": identity, "points": done}, sort_keys=True).encode()
+            )
         metric = done[key]["test"].get(settings.metric)
         if metric is None:
-            raise SparsityError(f"{job.paper}/{job.dataset}: metric {settings.metric!r} is not defined for its "
-                                f"{data.task} task (have {sorted(done[key]['test'])})")
-        points.append({"order": order, "fraction": fraction, "n_removed": len(removed),
-                       "removed": [names[i] for i in removed], **done[key]})
+            raise SparsityError(
+                f"{job.paper}/{job.dataset}: metric {settings.metric!r} is not defined for its "
+                f"{data.task} task (have {sorted(done[key]['test'])})"
+            )
+        points.append(
+            {
+                "order": order,
+                "fraction": fraction,
+                "n_removed": len(removed),
+                "removed": [names[i] for i in removed],
+                **done[key],
+            }
+        )
 
     result = {
-        "experiment": EXPERIMENT, "paper": job.paper, "dataset": job.dataset, "model": job.model,
-        "fold": job.fold, "task": data.task, "metric": settings.metric, "profile": params.profile_name,
-        "seed": params.seed, "settings_digest": digest, "settings": dataclasses.asdict(settings),
+        "experiment": EXPERIMENT,
+        "paper": job.paper,
+        "dataset": job.dataset,
+        "model": job.model,
+        "fold": job.fold,
+        "task": data.task,
+        "metric": settings.metric,
+        "profile": params.profile_name,
+        "seed": params.seed,
+        "settings_digest": digest,
+        "settings": dataclasses.asdict(settings),
         "split": {"sha256": data.split.sha256, "file": str(data.split_file)},
-        "selected_config": config, "main_run": {"file": str(metrics_path),
-                                                "params_digest": main_run.get("params_digest")},
-        "n_features": len(names), "importance": dict(zip(names, importance.round(6).tolist())),
-        "points": points, "wall_time_s": round(time.perf_counter() - started, 3),
-        "peak_memory_mb": round(peak_memory_mb(), 1), "provenance": provenance(threads=n_jobs),
+        "selected_config": config,
+        "main_run": {"file": str(metrics_path), "params_digest": main_run.get("params_digest")},
+        "n_features": len(names),
+        "importance": dict(zip(names, importance.round(6).tolist())),
+        "points": points,
+        "wall_time_s": round(time.perf_counter() - started, 3),
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+        "provenance": provenance(threads=n_jobs),
     }
     atomic_write_bytes(out_path, (json.dumps(result, indent=2, sort_keys=True) + "\n").encode())
     partial_path.unlink(missing_ok=True)
@@ -297,8 +374,10 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
         raise SparsityError(f"profile {params.profile_name!r} has no {EXPERIMENT} entry in {params.source}")
     paper = paper or settings.paper
     if paper != settings.paper:
-        raise SparsityError(f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
-                            f"{settings.paper!r}, not {paper!r}")
+        raise SparsityError(
+            f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
+            f"{settings.paper!r}, not {paper!r}"
+        )
     from tabrepro.data.availability import unobtainable_datasets
 
     unobtainable = unobtainable_datasets(params, paper)  # a partial run averages what it could get
@@ -308,32 +387,56 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
             continue
         path = result_path(params, job)
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: curve job missing (run `tabrepro sparsity {job.paper} "
-                                    f"{job.dataset} {job.model} --fold {job.fold}`)")
+            raise FileNotFoundError(
+                f"{path}: curve job missing (run `tabrepro sparsity {job.paper} "
+                f"{job.dataset} {job.model} --fold {job.fold}`)"
+            )
         result = json.loads(path.read_text())
         if result.get("settings_digest") != settings.digest(params.seed):
             raise SparsityError(f"{path} was written under other {EXPERIMENT} settings; rerun it")
         for point in result["points"]:
-            rows.append({"dataset": job.dataset, "model": job.model, "fold": job.fold,
-                         "order": point["order"], "fraction": point["fraction"],
-                         "value": point["test"][settings.metric]})
+            rows.append(
+                {
+                    "dataset": job.dataset,
+                    "model": job.model,
+                    "fold": job.fold,
+                    "order": point["order"],
+                    "fraction": point["fraction"],
+                    "value": point["test"][settings.metric],
+                }
+            )
     if not rows:
-        raise SparsityError(f"no {EXPERIMENT} results for paper {paper!r}: none of its datasets could be "
-                            f"obtained ({', '.join(sorted(unobtainable))})")
+        raise SparsityError(
+            f"no {EXPERIMENT} results for paper {paper!r}: none of its datasets could be "
+            f"obtained ({', '.join(sorted(unobtainable))})"
+        )
     frame = pd.DataFrame(rows)
     per_dataset = frame.groupby(["model", "order", "fraction", "dataset"], as_index=False)["value"].mean()
-    curves = (per_dataset.groupby(["model", "order", "fraction"])["value"]
-              .agg(mean="mean", se="sem", n_datasets="count").reset_index())
+    curves = (
+        per_dataset.groupby(["model", "order", "fraction"])["value"]
+        .agg(mean="mean", se="sem", n_datasets="count")
+        .reset_index()
+    )
     labels = params.paper(paper)["models"]
     curves.insert(1, "label", [labels.get(m, m) for m in curves["model"]])
     files = curve_files(params, paper)
     atomic_write_bytes(files["csv"], curves.to_csv(index=False, float_format="%.6g").encode())
-    figures.sparsity_curves(curves.to_dict("records"), files["png"], metric=settings.metric,
-                            orders=[(o, ORDER_LABELS[o]) for o in settings.orders],
-                            title=f"Feature sparsity ({', '.join(sorted(set(frame['dataset'])))})")
-    summary = {"experiment": EXPERIMENT, "paper": paper, "profile": params.profile_name,
-               "metric": settings.metric, "settings": dataclasses.asdict(settings),
-               "datasets": sorted(set(frame["dataset"])), "unobtainable": unobtainable,
-               "curves": curves.to_dict("records")}
+    figures.sparsity_curves(
+        curves.to_dict("records"),
+        files["png"],
+        metric=settings.metric,
+        orders=[(o, ORDER_LABELS[o]) for o in settings.orders],
+        title=f"Feature sparsity ({', '.join(sorted(set(frame['dataset'])))})",
+    )
+    summary = {
+        "experiment": EXPERIMENT,
+        "paper": paper,
+        "profile": params.profile_name,
+        "metric": settings.metric,
+        "settings": dataclasses.asdict(settings),
+        "datasets": sorted(set(frame["dataset"])),
+        "unobtainable": unobtainable,
+        "curves": curves.to_dict("records"),
+    }
     atomic_write_bytes(files["summary"], (json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n").encode())
     return files

@@ -64,10 +64,20 @@ def list_datasets(params: Params) -> str:
     using = _papers_using(params)
     rows = []
     for name, source in sorted(load_registry().items()):
-        rows_known = source.expected.rows or (sum(f.rows for f in source.table_files)
-                                              if source.table_files and all(f.rows for f in source.table_files) else None)
-        rows.append((name, ", ".join(using.get(name, [])) or "-", source.task,
-                     f"{rows_known:,}" if rows_known else "?", _availability(params, name)))
+        rows_known = source.expected.rows or (
+            sum(f.rows for f in source.table_files)
+            if source.table_files and all(f.rows for f in source.table_files)
+            else None
+        )
+        rows.append(
+            (
+                name,
+                ", ".join(using.get(name, [])) or "-",
+                source.task,
+                f"{rows_known:,}" if rows_known else "?",
+                _availability(params, name),
+            )
+        )
     return format_table(("DATASET", "PAPERS", "TASK", "ROWS", "AVAILABILITY"), rows)
 
 
@@ -91,8 +101,10 @@ def list_profiles(params: Params) -> str:
         marker = "*" if name == params.profile_name else " "
         rows.append((f"{marker}{name}", f"{len(jobs):,}", f"{per_config:,}", profile["description"]))
     table = format_table(("PROFILE", "JOBS", "CONFIG JOBS", "DESCRIPTION"), rows)
-    return table + "\n(* active profile; JOBS = dataset x model x fold results, CONFIG JOBS = the " \
-                   "per-configuration jobs of NPT/BiSHop behind them)"
+    return (
+        table + "\n(* active profile; JOBS = dataset x model x fold results, CONFIG JOBS = the "
+        "per-configuration jobs of NPT/BiSHop behind them)"
+    )
 
 
 def _per_config(model: str) -> bool:

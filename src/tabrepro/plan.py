@@ -31,11 +31,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params
-from tabrepro.costmodel import (GPU_FAMILIES, Calibration, CostModel, GpuAssumptions, JobWork, MeasuredJob,
-                                TableShape, calibrate, family_of, job_terms)
+from tabrepro.costmodel import (
+    GPU_FAMILIES,
+    Calibration,
+    CostModel,
+    GpuAssumptions,
+    JobWork,
+    MeasuredJob,
+    TableShape,
+    calibrate,
+    family_of,
+    job_terms,
+)
 from tabrepro.errors import InputError
-from tabrepro.plan_inputs import (DEFAULT_BENCH_DIR, DEFAULT_FACTS_FILE, DEFAULT_RESULTS_DIRS, DatasetFacts,
-                                  facts_snapshot, load_measured)
+from tabrepro.plan_inputs import (
+    DEFAULT_BENCH_DIR,
+    DEFAULT_FACTS_FILE,
+    DEFAULT_RESULTS_DIRS,
+    DatasetFacts,
+    facts_snapshot,
+    load_measured,
+)
+
+DEFAULT_GPU = GpuAssumptions()  # frozen: safe to share as a default
 
 __all__ = ["JobEstimate", "JobResources", "PlanRow", "Planner", "default_planner", "job_resources", "main"]
 
@@ -116,9 +134,15 @@ class Planner:
         family = family_of(job.model)
         work = self.work(job, kind, config, bound=bound)
         gpu = family in GPU_FAMILIES
-        return JobEstimate(kind, family, gpu, self.model.cpu_seconds(family, work.terms),
-                           self.model.gpu_seconds(family, work.terms) if gpu else 0.0,
-                           self.model.peak_mb(family, work.memory), work.n_fits)
+        return JobEstimate(
+            kind,
+            family,
+            gpu,
+            self.model.cpu_seconds(family, work.terms),
+            self.model.gpu_seconds(family, work.terms) if gpu else 0.0,
+            self.model.peak_mb(family, work.memory),
+            work.n_fits,
+        )
 
     def job_kinds(self, job: Job) -> list[tuple[str, int | None]]:
         """The workflow jobs behind one fold-level job: (kind, config) pairs."""
@@ -138,12 +162,21 @@ class Planner:
         for (paper, dataset, model), jobs in groups.items():
             folds = len(jobs)
             estimates = [self.estimate(jobs[0], kind, config) for kind, config in self.job_kinds(jobs[0])]
-            rows.append(PlanRow(
-                paper, dataset, model, configs=self.params.n_configs(paper, dataset, model), folds=folds,
-                fits=folds * sum(e.n_fits for e in estimates), jobs=folds * len(estimates),
-                cpu_hours=folds * sum(0.0 if e.gpu else e.cpu_seconds for e in estimates) / 3600,
-                gpu_hours=folds * sum(e.gpu_seconds for e in estimates) / 3600,
-                peak_mb=max(e.peak_mb for e in estimates), shape=self.facts.shape(self.params, paper, dataset)))
+            rows.append(
+                PlanRow(
+                    paper,
+                    dataset,
+                    model,
+                    configs=self.params.n_configs(paper, dataset, model),
+                    folds=folds,
+                    fits=folds * sum(e.n_fits for e in estimates),
+                    jobs=folds * len(estimates),
+                    cpu_hours=folds * sum(0.0 if e.gpu else e.cpu_seconds for e in estimates) / 3600,
+                    gpu_hours=folds * sum(e.gpu_seconds for e in estimates) / 3600,
+                    peak_mb=max(e.peak_mb for e in estimates),
+                    shape=self.facts.shape(self.params, paper, dataset),
+                )
+            )
         return rows
 
 
@@ -161,23 +194,30 @@ def resources_for(estimate: JobEstimate) -> JobResources:
         threads = 1
         if estimate.family in THREADED_FAMILIES and hours > LONG_JOB_HOURS:
             threads = min(MAX_THREADS, 2 ** math.ceil(math.log2(hours / LONG_JOB_HOURS)))
-        seconds = estimate.cpu_seconds / threads ** THREAD_EFFICIENCY
+        seconds = estimate.cpu_seconds / threads**THREAD_EFFICIENCY
     runtime = int(math.ceil(seconds * RUNTIME_SAFETY / 60.0 + RUNTIME_FLOOR_MIN))
     return JobResources(threads=threads, mem_mb=mem_mb, runtime_min=runtime, gpus=1 if estimate.gpu else 0)
 
 
-def job_resources(params: Params, job: Job, kind: str = "train", config: int | None = None, *,
-                  planner: Planner | None = None) -> JobResources:
+def job_resources(
+    params: Params, job: Job, kind: str = "train", config: int | None = None, *, planner: Planner | None = None
+) -> JobResources:
     """What one workflow job (`train`, `train_config` with its config index, or `select`) should
     ask a scheduler for, from the calibrated cost model's bound (maximum epochs)."""
     planner = planner or default_planner(params)
     return resources_for(planner.estimate(job, kind, config, bound=True))
 
 
-def default_planner(params: Params, *, results_dirs: Sequence[Path] = DEFAULT_RESULTS_DIRS,
-                    bench_files: Sequence[Path] | None = None, data_dirs: Sequence[Path] = (),
-                    facts_file: Path | None = DEFAULT_FACTS_FILE, params_file: Path = DEFAULT_PARAMS_FILE,
-                    gpu: GpuAssumptions = GpuAssumptions()) -> Planner:
+def default_planner(
+    params: Params,
+    *,
+    results_dirs: Sequence[Path] = DEFAULT_RESULTS_DIRS,
+    bench_files: Sequence[Path] | None = None,
+    data_dirs: Sequence[Path] = (),
+    facts_file: Path | None = DEFAULT_FACTS_FILE,
+    params_file: Path = DEFAULT_PARAMS_FILE,
+    gpu: GpuAssumptions = DEFAULT_GPU,
+) -> Planner:
     """A planner calibrated on the committed run records and scale-benchmark results."""
     facts = DatasetFacts([params.data_dir, *data_dirs], facts_file)
     bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
@@ -196,24 +236,31 @@ def _hours(value: float) -> str:
 
 
 def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
-    lines = [f"Compute plan for profile {params.profile_name!r} ({params.profile['description']})",
-             f"GPU jobs assume {model.gpu.tflops:g} TFLOP/s sustained and {model.gpu.step_overhead_ms:g} ms per step "
-             f"(no GPU run measured); CPU-hours at one thread, as measured here.", "",
-             "| paper | dataset | model | configs | folds | fits | jobs | CPU-h | GPU-h | peak GiB | rows (train/val/test) | shape from |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Compute plan for profile {params.profile_name!r} ({params.profile['description']})",
+        f"GPU jobs assume {model.gpu.tflops:g} TFLOP/s sustained and {model.gpu.step_overhead_ms:g} ms per step "
+        f"(no GPU run measured); CPU-hours at one thread, as measured here.",
+        "",
+        "| paper | dataset | model | configs | folds | fits | jobs | CPU-h | GPU-h | peak GiB | rows (train/val/test) | shape from |",  # noqa: E501
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         s = r.shape
-        lines.append(f"| {r.paper} | {r.dataset} | {r.model} | {r.configs:,} | {r.folds} | {r.fits:,} | {r.jobs:,} | "
-                     f"{_hours(r.cpu_hours)} | {_hours(r.gpu_hours)} | {r.peak_mb / 1024:.1f} | "
-                     f"{s.n_train:,}/{s.n_val:,}/{s.n_test:,} | {s.source.split(' (')[0]} |")
+        lines.append(
+            f"| {r.paper} | {r.dataset} | {r.model} | {r.configs:,} | {r.folds} | {r.fits:,} | {r.jobs:,} | "
+            f"{_hours(r.cpu_hours)} | {_hours(r.gpu_hours)} | {r.peak_mb / 1024:.1f} | "
+            f"{s.n_train:,}/{s.n_val:,}/{s.n_test:,} | {s.source.split(' (')[0]} |"
+        )
     lines += ["", "| paper | fits | jobs | CPU-h | GPU-h | largest peak GiB |", "|---|---|---|---|---|---|"]
     for paper in [*dict.fromkeys(r.paper for r in rows), None]:
         part = [r for r in rows if paper is None or r.paper == paper]
         if not part:
             continue
-        lines.append(f"| {paper or '**total**'} | {sum(r.fits for r in part):,} | {sum(r.jobs for r in part):,} | "
-                     f"{sum(r.cpu_hours for r in part):,.1f} | {sum(r.gpu_hours for r in part):,.1f} | "
-                     f"{max(r.peak_mb for r in part) / 1024:.1f} |")
+        lines.append(
+            f"| {paper or '**total**'} | {sum(r.fits for r in part):,} | {sum(r.jobs for r in part):,} | "
+            f"{sum(r.cpu_hours for r in part):,.1f} | {sum(r.gpu_hours for r in part):,.1f} | "
+            f"{max(r.peak_mb for r in part) / 1024:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -230,8 +277,10 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions) -> str:
         model = CostModel(calibrate(rest), gpu)
         for job in members:
             held_out[id(job)] = model.cpu_seconds(job.family, job.terms)
-    lines = ["| job | origin | measured s | predicted s | ratio | held-out ratio | measured MiB | predicted MiB |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| job | origin | measured s | predicted s | ratio | held-out ratio | measured MiB | predicted MiB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     per_family: dict[str, list[tuple[float, float]]] = {}
     mem_ratios = []
     for job in sorted(measured, key=lambda j: (j.family, j.label)):
@@ -239,22 +288,35 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions) -> str:
         mem = full.peak_mb(job.family, job.memory)
         mem_ratios.append(mem / job.peak_mb)
         if job.wall_s is None:  # stopped at a time limit: memory only
-            lines.append(f"| {job.label} | {_origin(job)} | (time limit) | {predicted:,.1f} | | | "
-                         f"{job.peak_mb:,.0f} | {mem:,.0f} |")
+            lines.append(
+                f"| {job.label} | {_origin(job)} | (time limit) | {predicted:,.1f} | | | "
+                f"{job.peak_mb:,.0f} | {mem:,.0f} |"
+            )
             continue
         ratio, cv = predicted / job.wall_s, held_out[id(job)] / job.wall_s
         per_family.setdefault(job.family, []).append((ratio, cv))
-        lines.append(f"| {job.label} | {_origin(job)} | {job.wall_s:,.1f} | {predicted:,.1f} | "
-                     f"{ratio:.2f} | {cv:.2f} | {job.peak_mb:,.0f} | {mem:,.0f} |")
+        lines.append(
+            f"| {job.label} | {_origin(job)} | {job.wall_s:,.1f} | {predicted:,.1f} | "
+            f"{ratio:.2f} | {cv:.2f} | {job.peak_mb:,.0f} | {mem:,.0f} |"
+        )
     pairs = [p for values in per_family.values() for p in values]
-    lines += ["", f"{len(pairs)} measured jobs with a runtime: within 3x for {within(r for r, _ in pairs):.0%} in sample, "
-              f"{within(cv for _, cv in pairs):.0%} with their dataset x model left out of the calibration; "
-              f"peak memory within 2x for {within(mem_ratios, 2):.0%} of {len(mem_ratios)} jobs."]
-    lines += ["", "| family | jobs | within 3x (in sample) | within 3x (held out) | median ratio |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"{len(pairs)} measured jobs with a runtime: within 3x for {within(r for r, _ in pairs):.0%} in sample, "
+        f"{within(cv for _, cv in pairs):.0%} with their dataset x model left out of the calibration; "
+        f"peak memory within 2x for {within(mem_ratios, 2):.0%} of {len(mem_ratios)} jobs.",
+    ]
+    lines += [
+        "",
+        "| family | jobs | within 3x (in sample) | within 3x (held out) | median ratio |",
+        "|---|---|---|---|---|",
+    ]
     for family, values in sorted(per_family.items()):
         ratios = sorted(r for r, _ in values)
-        lines.append(f"| {family} | {len(values)} | {within(ratios):.0%} | {within(cv for _, cv in values):.0%} | "
-                     f"{ratios[len(ratios) // 2]:.2f} |")
+        lines.append(
+            f"| {family} | {len(values)} | {within(ratios):.0%} | {within(cv for _, cv in values):.0%} | "
+            f"{ratios[len(ratios) // 2]:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -284,17 +346,35 @@ def calibration_summary(calibration: Calibration) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tabrepro.plan", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS_FILE, help="parameters file (default: params.yaml)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tabrepro.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--params", type=Path, default=DEFAULT_PARAMS_FILE, help="parameters file (default: params.yaml)"
+    )
     parser.add_argument("--profile", default="paper", help="profile to plan (default: paper)")
-    parser.add_argument("--measured", type=Path, action="append", default=[],
-                        help="a results directory of a run (metrics.json files) to calibrate on, besides the "
-                             "committed records; repeatable")
-    parser.add_argument("--bench", type=Path, action="append", default=None,
-                        help="scale benchmark JSON (default: docs/scale/bench-*.json); repeatable")
-    parser.add_argument("--data-dir", type=Path, action="append", default=[],
-                        help="a data directory whose processed/*/schema.json give dataset shapes; repeatable")
+    parser.add_argument(
+        "--measured",
+        type=Path,
+        action="append",
+        default=[],
+        help="a results directory of a run (metrics.json files) to calibrate on, besides the "
+        "committed records; repeatable",
+    )
+    parser.add_argument(
+        "--bench",
+        type=Path,
+        action="append",
+        default=None,
+        help="scale benchmark JSON (default: docs/scale/bench-*.json); repeatable",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="a data directory whose processed/*/schema.json give dataset shapes; repeatable",
+    )
     parser.add_argument("--gpu-tflops", type=float, default=GpuAssumptions.tflops, help="assumed sustained GPU TFLOP/s")
     parser.add_argument("--compare", action="store_true", help="print predicted vs measured for every measured job")
     parser.add_argument("--calibration", action="store_true", help="print the calibrated weights")
@@ -311,9 +391,10 @@ def main(argv: list[str] | None = None) -> int:
         facts = DatasetFacts([params.data_dir, *data_dirs], DEFAULT_FACTS_FILE)
         bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if args.bench is None else args.bench
         if args.write_facts:
+            import json
+
             from tabrepro.data.registry import load_registry
             from tabrepro.data.table import atomic_write_bytes
-            import json
 
             snapshot = facts_snapshot(facts, load_registry(), bench)
             atomic_write_bytes(args.write_facts, (json.dumps(snapshot, indent=1, sort_keys=True) + "\n").encode())

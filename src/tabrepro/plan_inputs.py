@@ -26,8 +26,16 @@ from tabrepro.config import REPO_ROOT, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
 
-__all__ = ["DEFAULT_BENCH_DIR", "DEFAULT_FACTS_FILE", "DEFAULT_RESULTS_DIRS", "DatasetFacts", "facts_snapshot",
-           "load_measured", "schema_facts", "split_sizes"]
+__all__ = [
+    "DEFAULT_BENCH_DIR",
+    "DEFAULT_FACTS_FILE",
+    "DEFAULT_RESULTS_DIRS",
+    "DatasetFacts",
+    "facts_snapshot",
+    "load_measured",
+    "schema_facts",
+    "split_sizes",
+]
 
 DEFAULT_FACTS_FILE = REPO_ROOT / "docs" / "scale" / "dataset-facts.json"
 DEFAULT_BENCH_DIR = REPO_ROOT / "docs" / "scale"
@@ -65,17 +73,24 @@ def schema_facts(schema: dict[str, Any]) -> dict[str, Any]:
     target = schema["target"]
     features = [c for c in schema["columns"] if c["name"] != target]
     target_column = next(c for c in schema["columns"] if c["name"] == target)
-    return {"n_rows": int(schema["n_rows"]), "n_features": len(features),
-            "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
-            "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
-            "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0))}
+    return {
+        "n_rows": int(schema["n_rows"]),
+        "n_features": len(features),
+        "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
+        "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
+        "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0)),
+    }
 
 
 class DatasetFacts:
     """Shapes of registry sources, from the best information at hand (see the module docstring)."""
 
-    def __init__(self, data_dirs: Iterable[Path] = (), facts_file: Path | None = DEFAULT_FACTS_FILE,
-                 extra: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        data_dirs: Iterable[Path] = (),
+        facts_file: Path | None = DEFAULT_FACTS_FILE,
+        extra: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.data_dirs = [Path(d) for d in data_dirs]
         self.recorded: dict[str, dict[str, Any]] = {}
         if facts_file is not None and Path(facts_file).is_file():
@@ -99,19 +114,31 @@ class DatasetFacts:
         fixed = registry.fixed_test_tail_rows or sum(f.rows or 0 for f in registry.files if f.role == "test")
         n_classes = {"binary": 2, "regression": 0}.get(registry.task, 0)
         if registry.expected.rows and registry.expected.features:
-            return {"n_rows": registry.expected.rows, "n_features": registry.expected.features,
-                    "width": registry.expected.features, "n_classes": n_classes or 3,
-                    "n_fixed_test_rows": fixed, "origin": "registry (width approx: no one-hot levels known)"}
+            return {
+                "n_rows": registry.expected.rows,
+                "n_features": registry.expected.features,
+                "width": registry.expected.features,
+                "n_classes": n_classes or 3,
+                "n_fixed_test_rows": fixed,
+                "origin": "registry (width approx: no one-hot levels known)",
+            }
         rows, features, classes = APPROXIMATE_SIZES.get(source, (10000, 20, n_classes))
-        return {"n_rows": rows, "n_features": features, "width": features, "n_classes": classes,
-                "n_fixed_test_rows": fixed, "origin": "approx (published size; not prepared here)"}
+        return {
+            "n_rows": rows,
+            "n_features": features,
+            "width": features,
+            "n_classes": classes,
+            "n_fixed_test_rows": fixed,
+            "origin": "approx (published size; not prepared here)",
+        }
 
     def shape(self, params: Params, paper: str, dataset: str) -> TableShape:
         source = params.source_of(paper, dataset)
         facts = self.facts(source)
         train, val, test = split_sizes(params.protocol(paper, dataset), facts["n_rows"], facts["n_fixed_test_rows"])
-        return TableShape(facts["n_rows"], train, val, test, facts["n_features"], facts["width"],
-                          facts["n_classes"], facts["origin"])
+        return TableShape(
+            facts["n_rows"], train, val, test, facts["n_features"], facts["width"], facts["n_classes"], facts["origin"]
+        )
 
 
 def split_sizes(protocol: dict[str, Any], n_rows: int, n_fixed_test: int) -> tuple[int, int, int]:
@@ -152,8 +179,16 @@ def _candidates(params: Params, job: Job, task: str) -> list[dict]:
 def _shape_of_run(result: dict[str, Any], facts: dict[str, Any]) -> TableShape:
     split = result["split"]
     rows = split["n_train"] + split["n_val"] + split["n_test"] + split.get("n_unused", 0)
-    return TableShape(rows, split["n_train"], split["n_val"], split["n_test"], facts["n_features"],
-                      facts["width"], facts["n_classes"], facts["origin"])
+    return TableShape(
+        rows,
+        split["n_train"],
+        split["n_val"],
+        split["n_test"],
+        facts["n_features"],
+        facts["width"],
+        facts["n_classes"],
+        facts["origin"],
+    )
 
 
 def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: str) -> list[MeasuredJob]:
@@ -176,8 +211,17 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
 
     if not get_model_class(job.model).per_config_jobs:
         work = job_terms(job.model, "train", configs, shape, repeats=repeats)
-        return [MeasuredJob(label, family, work.terms, work.memory, float(result["wall_time_s"]),
-                            float(result["peak_memory_mb"]), origin)]
+        return [
+            MeasuredJob(
+                label,
+                family,
+                work.terms,
+                work.memory,
+                float(result["wall_time_s"]),
+                float(result["peak_memory_mb"]),
+                origin,
+            )
+        ]
     # A per-configuration model's fold: its configurations' jobs plus the selection job, summed.
     terms: dict[str, float] = {}
     for config in configs:
@@ -186,8 +230,9 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     for key, value in job_terms(job.model, "select", configs[:1], shape, repeats=repeats).terms.items():
         terms[key] = terms.get(key, 0.0) + value
     memory = job_terms(job.model, "train_config", configs, shape).memory
-    return [MeasuredJob(label, family, terms, memory, float(result["wall_time_s"]),
-                        float(result["peak_memory_mb"]), origin)]
+    return [
+        MeasuredJob(label, family, terms, memory, float(result["wall_time_s"]), float(result["peak_memory_mb"]), origin)
+    ]
 
 
 def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
@@ -197,23 +242,45 @@ def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
     found = []
     for record in payload["records"]:
         job = record.get("job") or {}
-        if (record["stage"] not in ("train", "train-config") or record["status"] not in ("ok", "timeout")
-                or not job.get("config") or job.get("n_train") is None):
+        if (
+            record["stage"] not in ("train", "train-config")
+            or record["status"] not in ("ok", "timeout")
+            or not job.get("config")
+            or job.get("n_train") is None
+        ):
             continue
         table = record.get("table") or facts.facts(record["source"])
-        shape = TableShape(table["n_rows"], job["n_train"], job["n_val"], job["n_test"], table["n_features"],
-                           table["width"], table["n_classes"], "scale benchmark stand-in")
+        shape = TableShape(
+            table["n_rows"],
+            job["n_train"],
+            job["n_val"],
+            job["n_test"],
+            table["n_features"],
+            table["width"],
+            table["n_classes"],
+            "scale benchmark stand-in",
+        )
         kind = "train" if record["stage"] == "train" else "train_config"
         work = job_terms(record["model"], kind, [job["config"]], shape)
         label = f"bench/{record['dataset']}@{record['rows']}/{record['model']}"
         wall = None if record["status"] == "timeout" else float(job.get("wall_time_s") or record["wall_s"])
-        found.append(MeasuredJob(label, family_of(record["model"]), work.terms, work.memory, wall,
-                                 float(job.get("peak_memory_mb") or record["peak_rss_mb"]), path.name))
+        found.append(
+            MeasuredJob(
+                label,
+                family_of(record["model"]),
+                work.terms,
+                work.memory,
+                wall,
+                float(job.get("peak_memory_mb") or record["peak_rss_mb"]),
+                path.name,
+            )
+        )
     return found
 
 
-def load_measured(results_dirs: Iterable[Path], bench_files: Iterable[Path], params_file: Path,
-                  facts: DatasetFacts) -> list[MeasuredJob]:
+def load_measured(
+    results_dirs: Iterable[Path], bench_files: Iterable[Path], params_file: Path, facts: DatasetFacts
+) -> list[MeasuredJob]:
     """Every measured job, once (a record and the run it was copied from count once)."""
     jobs: dict[tuple, MeasuredJob] = {}
     for results_dir in results_dirs:
@@ -233,11 +300,13 @@ def facts_snapshot(facts: DatasetFacts, sources: Iterable[str], bench_files: Ite
         for record in json.loads(Path(bench).read_text())["records"]:
             table = record.get("table")
             if table and record["rows"] == get_source(record["source"]).expected.rows:
-                datasets[record["source"]] = {**table, "n_fixed_test_rows": table.get("n_fixed_test_rows", 0),
-                                              "origin": f"scale benchmark stand-in ({Path(bench).name})"}
+                datasets[record["source"]] = {
+                    **table,
+                    "n_fixed_test_rows": table.get("n_fixed_test_rows", 0),
+                    "origin": f"scale benchmark stand-in ({Path(bench).name})",
+                }
     for source in sources:
         found = facts.facts(source)
         if found["origin"].startswith("prepared"):
             datasets[source] = {**found, "origin": "prepared table"}
     return {"note": "shapes of prepared tables (python -m tabrepro.plan --write-facts)", "datasets": datasets}
-

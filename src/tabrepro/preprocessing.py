@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tabrepro.errors import InputError
 from tabrepro.data.table import ColumnSpec, TableSchema
+from tabrepro.errors import InputError
 
 __all__ = ["Preprocessor", "TargetEncoder", "PreprocessingError"]
 
@@ -51,9 +51,7 @@ def _category_codes(values: pd.Series, column: ColumnSpec) -> np.ndarray:
     unknown = (codes == -1) & values.notna().to_numpy()
     if unknown.any():
         examples = sorted({str(v) for v in values[unknown].unique()[:3]})
-        raise PreprocessingError(
-            f"column {column.name!r} has values outside the schema's levels: {examples}"
-        )
+        raise PreprocessingError(f"column {column.name!r} has values outside the schema's levels: {examples}")
     return codes
 
 
@@ -83,9 +81,7 @@ class Preprocessor:
         self.dtype = np.dtype(dtype)
         self._blocks: list[_ContinuousStats | _CategoricalLayout] | None = None
 
-    def fit(
-        self, frame: pd.DataFrame, schema: TableSchema, train_index: np.ndarray | list[int]
-    ) -> "Preprocessor":
+    def fit(self, frame: pd.DataFrame, schema: TableSchema, train_index: np.ndarray | list[int]) -> Preprocessor:
         """Learn means, scales and one-hot layouts from `frame.iloc[train_index]` only."""
         train = _train_rows(frame, train_index)
         blocks: list[_ContinuousStats | _CategoricalLayout] = []
@@ -102,9 +98,7 @@ class Preprocessor:
             elif column.kind == "categorical":
                 if not column.levels:
                     raise PreprocessingError(f"categorical column {column.name!r} has no levels")
-                blocks.append(
-                    _CategoricalLayout(column.name, tuple(column.levels), bool(values.isna().any()))
-                )
+                blocks.append(_CategoricalLayout(column.name, tuple(column.levels), bool(values.isna().any())))
             else:
                 raise PreprocessingError(f"column {column.name!r} has unknown kind {column.kind!r}")
         self._blocks = blocks
@@ -120,8 +114,10 @@ class Preprocessor:
 
         Models that treat a one-hot group as one attribute (NPT, BiSHop) need this layout.
         """
-        return [("continuous", 1) if isinstance(b, _ContinuousStats) else ("categorical", b.width)
-                for b in self._fitted_blocks()]
+        return [
+            ("continuous", 1) if isinstance(b, _ContinuousStats) else ("categorical", b.width)
+            for b in self._fitted_blocks()
+        ]
 
     @property
     def feature_names(self) -> list[str]:
@@ -197,9 +193,7 @@ class TargetEncoder:
         """Number of classes from the schema (None for regression)."""
         return len(self.classes) if self.is_classification else None
 
-    def fit(
-        self, frame: pd.DataFrame, schema: TableSchema, train_index: np.ndarray | list[int]
-    ) -> "TargetEncoder":
+    def fit(self, frame: pd.DataFrame, schema: TableSchema, train_index: np.ndarray | list[int]) -> TargetEncoder:
         """Take class levels from the schema; take regression mean/std from training rows only."""
         self.task = schema.task
         self.target = schema.target
@@ -210,16 +204,12 @@ class TargetEncoder:
                     f"{schema.task} target {column.name!r} needs a categorical column with >= 2 levels"
                 )
             if schema.task == "binary" and len(column.levels) != 2:
-                raise PreprocessingError(
-                    f"binary target {column.name!r} has {len(column.levels)} levels, expected 2"
-                )
+                raise PreprocessingError(f"binary target {column.name!r} has {len(column.levels)} levels, expected 2")
             self.classes = tuple(column.levels)
             return self
         if schema.task != "regression":
             raise PreprocessingError(f"unknown task {schema.task!r}")
-        values = self._values(_train_rows(frame, train_index)).to_numpy(
-            dtype=np.float64, na_value=np.nan
-        )
+        values = self._values(_train_rows(frame, train_index)).to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isnan(values).any():
             raise PreprocessingError(f"regression target {self.target!r} has missing training values")
         self.mean = float(values.mean())

@@ -22,20 +22,52 @@ import tabrepro
 
 # Distribution names (as pip knows them) of every library a model or metric is computed with.
 TRACKED_PACKAGES = (
-    "numpy", "scipy", "pandas", "scikit-learn", "torch", "xgboost-cpu", "xgboost", "catboost",
-    "lightgbm", "pytorch-tabnet", "rtdl_revisiting_models", "entmax",
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "torch",
+    "xgboost-cpu",
+    "xgboost",
+    "catboost",
+    "lightgbm",
+    "pytorch-tabnet",
+    "rtdl_revisiting_models",
+    "entmax",
 )
 
 # CPU flags that change which kernels BLAS/oneDNN/the tree libraries run, in /proc/cpuinfo spelling
 # (x86 "flags", aarch64 "Features").
 ISA_FLAGS = (
-    "sse4_2", "avx", "fma", "avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
-    "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve", "sve2", "bf16", "i8mm",
+    "sse4_2",
+    "avx",
+    "fma",
+    "avx2",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
 )
 # Highest level first: the first flag present names the level.
 ISA_LEVELS = (
-    ("amx_tile", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"),
-    ("avx", "AVX"), ("sve2", "SVE2"), ("sve", "SVE"), ("asimd", "NEON"),
+    ("amx_tile", "AMX"),
+    ("avx512_bf16", "AVX-512 BF16"),
+    ("avx512f", "AVX-512"),
+    ("avx2", "AVX2"),
+    ("avx", "AVX"),
+    ("sve2", "SVE2"),
+    ("sve", "SVE"),
+    ("asimd", "NEON"),
 )
 UNRECORDED = "not recorded"
 
@@ -44,10 +76,17 @@ def git_commit(repo: Path | None = None) -> str:
     """HEAD's hash, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
     cwd = repo or Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
@@ -67,8 +106,11 @@ def _installed_versions(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 def package_versions() -> dict[str, str]:
     """Python, tabrepro and every tracked package that is installed (absent ones are left out)."""
-    return {"python": sys.version.split()[0], "tabrepro": tabrepro.__version__,
-            **dict(_installed_versions(TRACKED_PACKAGES))}
+    return {
+        "python": sys.version.split()[0],
+        "tabrepro": tabrepro.__version__,
+        **dict(_installed_versions(TRACKED_PACKAGES)),
+    }
 
 
 def peak_memory_mb() -> float:
@@ -113,8 +155,9 @@ def cpu_info() -> dict[str, Any]:
     except OSError:  # not Linux: no flags, the model from the platform
         if platform.system() == "Darwin":
             try:
-                info["model"] = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
-                                               capture_output=True, text=True, timeout=5).stdout.strip()
+                info["model"] = subprocess.run(
+                    ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+                ).stdout.strip()
             except (OSError, subprocess.SubprocessError):
                 pass
     info["model"] = info["model"] or platform.processor() or platform.machine() or "unknown"
@@ -171,10 +214,15 @@ def _cuda_device(index: int) -> dict[str, Any]:
     torch = sys.modules["torch"]
     properties = torch.cuda.get_device_properties(index)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    return {"name": properties.name, "capability": f"{properties.major}.{properties.minor}",
-            "memory_mb": round(properties.total_memory / 2**20),
-            "device_count": int(torch.cuda.device_count()),
-            "cuda": torch.version.cuda, "cudnn": cudnn, "hip": getattr(torch.version, "hip", None)}
+    return {
+        "name": properties.name,
+        "capability": f"{properties.major}.{properties.minor}",
+        "memory_mb": round(properties.total_memory / 2**20),
+        "device_count": int(torch.cuda.device_count()),
+        "cuda": torch.version.cuda,
+        "cudnn": cudnn,
+        "hip": getattr(torch.version, "hip", None),
+    }
 
 
 def provenance(threads: int | None = None) -> dict[str, Any]:

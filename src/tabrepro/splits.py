@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-from tabrepro.errors import InputError
 from tabrepro.data.table import atomic_write_bytes
+from tabrepro.errors import InputError
 
 TRAIN, VAL, TEST, UNUSED = 0, 1, 2, -1
 ROLE_NAMES = {TRAIN: "train", VAL: "val", TEST: "test", UNUSED: "unused"}
@@ -104,8 +104,9 @@ def class_codes(y: np.ndarray | None) -> np.ndarray | None:
     return codes
 
 
-def make_split(protocol: dict, n_rows: int, *, fold: int, seed: int, y: np.ndarray | None = None,
-               n_fixed_test_rows: int = 0) -> Split:
+def make_split(
+    protocol: dict, n_rows: int, *, fold: int, seed: int, y: np.ndarray | None = None, n_fixed_test_rows: int = 0
+) -> Split:
     """The roles of every row for one fold of a protocol.
 
     `y` holds class labels for classification (stratification) and None for regression.
@@ -120,7 +121,8 @@ def make_split(protocol: dict, n_rows: int, *, fold: int, seed: int, y: np.ndarr
     if kind == "kfold":
         labels = _stratify_labels(y, protocol["n_folds"])
         splitter = (StratifiedKFold if labels is not None else KFold)(
-            n_splits=protocol["n_folds"], shuffle=True, random_state=seed)
+            n_splits=protocol["n_folds"], shuffle=True, random_state=seed
+        )
         rest, test = list(splitter.split(all_rows, labels))[fold]
         n_val = int(round(protocol["val_fraction"] * n_rows))
         train, val = _carve(rest, n_val, y, seed + 1 + fold)
@@ -135,7 +137,7 @@ def make_split(protocol: dict, n_rows: int, *, fold: int, seed: int, y: np.ndarr
     elif kind == "fixed_test":
         if n_fixed_test_rows <= 0:
             raise SplitError("protocol 'fixed_test' needs a dataset with an official test set")
-        test = all_rows[n_rows - n_fixed_test_rows:]
+        test = all_rows[n_rows - n_fixed_test_rows :]
         rest = all_rows[: n_rows - n_fixed_test_rows]
         n_val = int(round(protocol["val_fraction"] * len(rest)))
         train, val = _carve(rest, n_val, y, seed)
@@ -146,10 +148,13 @@ def make_split(protocol: dict, n_rows: int, *, fold: int, seed: int, y: np.ndarr
     return Split(roles)
 
 
-def make_all_splits(protocol: dict, n_rows: int, *, seed: int, y: np.ndarray | None = None,
-                    n_fixed_test_rows: int = 0) -> list[Split]:
-    return [make_split(protocol, n_rows, fold=k, seed=seed, y=y, n_fixed_test_rows=n_fixed_test_rows)
-            for k in range(n_folds(protocol))]
+def make_all_splits(
+    protocol: dict, n_rows: int, *, seed: int, y: np.ndarray | None = None, n_fixed_test_rows: int = 0
+) -> list[Split]:
+    return [
+        make_split(protocol, n_rows, fold=k, seed=seed, y=y, n_fixed_test_rows=n_fixed_test_rows)
+        for k in range(n_folds(protocol))
+    ]
 
 
 def fold_path(directory: Path, fold: int) -> Path:

@@ -30,14 +30,28 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["to_cpu", "to_device", "clone_state", "deterministic_algorithms", "tensor_digest",
-           "retain_freed_memory", "resolve_device", "bf16_autocast", "atomic_save",
-           "read_checkpoint", "StateFileMixin", "load_weights_into", "flop_counter", "synchronize",
-           "PeakMemory", "run_in_subprocess"]
+__all__ = [
+    "to_cpu",
+    "to_device",
+    "clone_state",
+    "deterministic_algorithms",
+    "tensor_digest",
+    "retain_freed_memory",
+    "resolve_device",
+    "bf16_autocast",
+    "atomic_save",
+    "read_checkpoint",
+    "StateFileMixin",
+    "load_weights_into",
+    "flop_counter",
+    "synchronize",
+    "PeakMemory",
+    "run_in_subprocess",
+]
 
 
 def resolve_device(name: str) -> torch.device:
-    """"auto" picks CUDA when available, else CPU."""
+    """ "auto" picks CUDA when available, else CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -79,8 +93,7 @@ def deterministic_algorithms(enabled: bool, device: torch.device) -> Iterator[No
     On CUDA only a warning is raised for non-deterministic kernels: strict mode would also need
     CUBLAS_WORKSPACE_CONFIG set before CUDA initialises, which is not ours to do.
     """
-    previous = (torch.are_deterministic_algorithms_enabled(),
-                torch.is_deterministic_algorithms_warn_only_enabled())
+    previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     if enabled:
         torch.use_deterministic_algorithms(True, warn_only=device.type != "cpu")
     try:
@@ -113,8 +126,7 @@ _M_MMAP_THRESHOLD = -3
 _malloc_tuned = False
 
 
-def retain_freed_memory(trim_threshold: int = 1 << 30, mmap_threshold: int = 64 << 20,
-                        top_pad: int = 64 << 20) -> bool:
+def retain_freed_memory(trim_threshold: int = 1 << 30, mmap_threshold: int = 64 << 20, top_pad: int = 64 << 20) -> bool:
     """Stop glibc from handing freed memory back to the OS after every training step.
 
     A CPU training step frees and re-allocates hundreds of MB of activations. With glibc's
@@ -135,9 +147,14 @@ def retain_freed_memory(trim_threshold: int = 1 << 30, mmap_threshold: int = 64 
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    ok = all(mallopt(param, min(value, 2**31 - 1)) == 1
-             for param, value in ((_M_MMAP_THRESHOLD, mmap_threshold),
-                                  (_M_TRIM_THRESHOLD, trim_threshold), (_M_TOP_PAD, top_pad)))
+    ok = all(
+        mallopt(param, min(value, 2**31 - 1)) == 1
+        for param, value in (
+            (_M_MMAP_THRESHOLD, mmap_threshold),
+            (_M_TRIM_THRESHOLD, trim_threshold),
+            (_M_TOP_PAD, top_pad),
+        )
+    )
     _malloc_tuned = ok
     return ok
 
@@ -161,8 +178,9 @@ def atomic_save(obj: Any, path: Path) -> None:
             tmp.unlink()
 
 
-def read_checkpoint(path: Path, checkpoint_format: int, config: Any,
-                    neutral_fields: frozenset[str]) -> dict[str, Any] | None:
+def read_checkpoint(
+    path: Path, checkpoint_format: int, config: Any, neutral_fields: frozenset[str]
+) -> dict[str, Any] | None:
     """The state dict saved at `path` (on CPU), or None if there is no such file.
 
     Refuses (ValueError) a file of another format or one written under a config that differs
@@ -177,12 +195,10 @@ def read_checkpoint(path: Path, checkpoint_format: int, config: Any,
     config_cls = type(config)
 
     def comparable(values: dict[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in config_cls.from_dict(values).to_dict().items()
-                if k not in neutral_fields}
+        return {k: v for k, v in config_cls.from_dict(values).to_dict().items() if k not in neutral_fields}
 
     if comparable(state["config"]) != comparable(config.to_dict()):
-        raise ValueError(f"{path} was written with a different {config_cls.__name__}; "
-                         "refusing to resume")
+        raise ValueError(f"{path} was written with a different {config_cls.__name__}; refusing to resume")
     return state
 
 
@@ -211,8 +227,7 @@ class StateFileMixin:
         """The state file's path and its checked contents (None while there is no file)."""
         assert self.checkpoint_dir is not None
         path = self.checkpoint_dir / self.state_file
-        return path, read_checkpoint(path, self.checkpoint_format, self.config,
-                                     self.resume_neutral_fields)
+        return path, read_checkpoint(path, self.checkpoint_format, self.config, self.resume_neutral_fields)
 
 
 def load_weights_into(model: torch.nn.Module, path: str | Path, device: torch.device) -> None:
@@ -223,8 +238,7 @@ def load_weights_into(model: torch.nn.Module, path: str | Path, device: torch.de
 
 
 # ------------------------------------------------------------------ benchmarks
-def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None,
-                            **kwargs: Any) -> int:
+def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
     return 2 * math.prod(out_shape) * int(w_shape[-1])
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tabrepro.errors import InputError
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.data.table import atomic_write_bytes, load_table
+from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
@@ -64,13 +64,24 @@ def load_fold(params: Params, job: Job) -> FoldData:
     split_file = fold_path(params.split_dir(job.paper, job.dataset), job.fold)
     split = load_split(split_file)
     if len(split.roles) != schema.n_rows:
-        raise SplitError(f"{split_file}: {len(split.roles)} rows, but table {source!r} has {schema.n_rows}: "
-                         f"run `tabrepro split {job.paper} {job.dataset}` again")
+        raise SplitError(
+            f"{split_file}: {len(split.roles)} rows, but table {source!r} has {schema.n_rows}: "
+            f"run `tabrepro split {job.paper} {job.dataset}` again"
+        )
     features = Preprocessor().fit(table.frame, schema, split.train)
     target = TargetEncoder().fit(table.frame, schema, split.train)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
-    return FoldData(schema.task, features.transform(table.frame), target.transform(table.frame), target,
-                    split, split_file, tuple(features.feature_groups), n_classes, tuple(features.feature_names))
+    return FoldData(
+        schema.task,
+        features.transform(table.frame),
+        target.transform(table.frame),
+        target,
+        split,
+        split_file,
+        tuple(features.feature_groups),
+        n_classes,
+        tuple(features.feature_names),
+    )
 
 
 def job_configs(params: Params, job: Job, task: str) -> list[dict]:
@@ -88,8 +99,7 @@ def model_outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
 def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
     """Every metric of `task` for `model_outputs`; regression is scored in the target's units."""
     if task == "regression":
-        return compute_metrics(task, target.inverse_transform(y_encoded),
-                               y_pred=target.inverse_transform(outputs))
+        return compute_metrics(task, target.inverse_transform(y_encoded), y_pred=target.inverse_transform(outputs))
     return compute_metrics(task, y_encoded, proba=outputs)
 
 
@@ -115,12 +125,24 @@ def _refused_configuration(error: BaseException, config: dict) -> bool:
     if not isinstance(error, (TypeError, ValueError)):
         return False
     message = str(error)
-    return any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(str(key)).replace("_", "[_ ]") + r"(?![A-Za-z0-9_])", message)
-               for key in config if len(str(key)) > 1)
+    return any(
+        re.search(r"(?<![A-Za-z0-9_])" + re.escape(str(key)).replace("_", "[_ ]") + r"(?![A-Za-z0-9_])", message)
+        for key in config
+        if len(str(key)) > 1
+    )
 
 
-def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: dict, *,
-                n_jobs: int, work_dir: Path | None = None, repeat: int = 0) -> TabularModel:
+def _fit_config(
+    params: Params,
+    job: Job,
+    data: FoldData,
+    index: int,
+    config: dict,
+    *,
+    n_jobs: int,
+    work_dir: Path | None = None,
+    repeat: int = 0,
+) -> TabularModel:
     """Fit configuration `index`; repeat r > 0 retrains it with a further seed (see `repeats`).
 
     A configuration the model or its library refuses becomes a ModelConfigError naming the job,
@@ -129,15 +151,18 @@ def _fit_config(params: Params, job: Job, data: FoldData, index: int, config: di
     names = (*job.names(), "model", index) + (("repeat", repeat) if repeat else ())
     tr, va = data.split.train, data.split.val
     try:
-        model = get_model_class(job.model)(data.task, config, seed=derive_seed(params.seed, *names),
-                                           n_jobs=n_jobs, n_classes=data.n_classes)
+        model = get_model_class(job.model)(
+            data.task, config, seed=derive_seed(params.seed, *names), n_jobs=n_jobs, n_classes=data.n_classes
+        )
         return model.fit(data.X[tr], data.y[tr], data.X[va], data.y[va], context=data.context(work_dir))
     except Exception as error:
         if not _refused_configuration(error, config):
             raise
         message = " ".join(str(error).split())
-        raise ModelConfigError(f"{job.paper}/{job.dataset}/{job.model} fold {job.fold}: configuration {index} "
-                               f"{config} was refused: {type(error).__name__}: {message}") from error
+        raise ModelConfigError(
+            f"{job.paper}/{job.dataset}/{job.model} fold {job.fold}: configuration {index} "
+            f"{config} was refused: {type(error).__name__}: {message}"
+        ) from error
 
 
 def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: int) -> dict:
@@ -150,9 +175,12 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
         "fold": job.fold,
         "task": data.task,
         "seed": params.seed,
-        "split": {"protocol": params.dataset_entry(job.paper, job.dataset)["protocol"],
-                  "sha256": data.split.sha256, "file": str(data.split_file),
-                  **{f"n_{k}": v for k, v in data.split.counts().items()}},
+        "split": {
+            "protocol": params.dataset_entry(job.paper, job.dataset)["protocol"],
+            "sha256": data.split.sha256,
+            "file": str(data.split_file),
+            **{f"n_{k}": v for k, v in data.split.counts().items()},
+        },
         "profile": params.profile_name,
         "params_digest": params.job_digest(job),
         "wall_time_s": round(time.perf_counter() - started, 3),
@@ -178,20 +206,27 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         val_metrics.append(metrics)
         val_scores.append(metrics[selection_metric])
     best = select_best(val_scores, selection_metric)
-    test_runs = [outputs_metrics(data.task, model_outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)]
+    test_runs = [
+        outputs_metrics(data.task, model_outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)
+    ]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     return {
         **_record(params, job, data, started, n_jobs),
         "metrics": {"test": _mean_metrics(test_runs), "val": val_metrics[best]},
         **_repeats_record(test_runs),
         "selected_config": configs[best],
-        "selection": {"metric": selection_metric, "n_configs": len(configs), "best_index": best,
-                      "val_scores": val_scores},
+        "selection": {
+            "metric": selection_metric,
+            "n_configs": len(configs),
+            "best_index": best,
+            "val_scores": val_scores,
+        },
     }
 
 
-def _repeat_runs(params: Params, job: Job, data: FoldData, best: int, config: dict, *,
-                 n_jobs: int, work_dir: Path | None = None) -> list[dict[str, float]]:
+def _repeat_runs(
+    params: Params, job: Job, data: FoldData, best: int, config: dict, *, n_jobs: int, work_dir: Path | None = None
+) -> list[dict[str, float]]:
     """Test metrics of the chosen configuration retrained with the protocol's further seeds.
 
     The configuration was chosen on validation before any of these runs; each is scored once.
@@ -232,8 +267,10 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
     if not 0 <= config_index < len(configs):
-        raise ParamsError(f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
-                          f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}")
+        raise ParamsError(
+            f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
+            f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
+        )
     config = configs[config_index]
     out_dir = Path(out_dir)
     state = _state_dir(out_dir, params, data, config)
@@ -265,8 +302,9 @@ def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> P
     A changed configuration, seed or split starts from step 0 in a fresh directory instead of
     refusing to resume (or, worse, resuming) from state written for other settings.
     """
-    key = json.dumps({"config": config, "seed": params.seed, "split": data.split.sha256},
-                     sort_keys=True, default=_jsonable)
+    key = json.dumps(
+        {"config": config, "seed": params.seed, "split": data.split.sha256}, sort_keys=True, default=_jsonable
+    )
     return out_dir / STATE_DIR / hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -297,8 +335,15 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         test_outputs = stored["test"]
     te = data.split.test
     test_runs = [outputs_metrics(data.task, test_outputs, data.y[te], data.target)]
-    test_runs += _repeat_runs(params, job, data, best, results[best]["config"], n_jobs=n_jobs,
-                              work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]))
+    test_runs += _repeat_runs(
+        params,
+        job,
+        data,
+        best,
+        results[best]["config"],
+        n_jobs=n_jobs,
+        work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]),
+    )
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
@@ -311,8 +356,14 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         "metrics": {"test": _mean_metrics(test_runs), "val": results[best]["metrics"]["val"]},
         **_repeats_record(test_runs),
         "selected_config": results[best]["config"],
-        "selection": {"metric": metric, "n_configs": n, "best_index": best, "val_scores": val_scores,
-                      "variant": results[best].get("variant"), "fit_info": results[best].get("fit_info")},
+        "selection": {
+            "metric": metric,
+            "n_configs": n,
+            "best_index": best,
+            "val_scores": val_scores,
+            "variant": results[best].get("variant"),
+            "fit_info": results[best].get("fit_info"),
+        },
     }
 
 

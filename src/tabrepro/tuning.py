@@ -139,9 +139,7 @@ def _parse_bounds(name: str, kind: str, raw: Any) -> tuple[float, float]:
     for bound in (low, high):
         if isinstance(bound, bool) or not isinstance(bound, (int, float, np.number)):
             hint = " (YAML reads 1e-5 as a string; write 1.0e-5)" if isinstance(bound, str) else ""
-            raise SearchSpaceError(
-                f"parameter {name!r}: {kind} bounds must be numbers, got {bound!r}{hint}"
-            )
+            raise SearchSpaceError(f"parameter {name!r}: {kind} bounds must be numbers, got {bound!r}{hint}")
     if kind in ("int", "log_int") and not all(float(b).is_integer() for b in (low, high)):
         raise SearchSpaceError(f"parameter {name!r}: {kind} bounds must be integers, got {raw!r}")
     if not (math.isfinite(low) and math.isfinite(high)) or low > high:
@@ -160,9 +158,7 @@ def _parse_spec(name: str, raw: Any, family: str) -> ParamSpec:
         keys = set(raw)
         if keys and keys <= set(TASK_BRANCHES):
             if family not in raw:
-                raise SearchSpaceError(
-                    f"parameter {name!r}: per-task split has no {family!r} branch"
-                )
+                raise SearchSpaceError(f"parameter {name!r}: per-task split has no {family!r} branch")
             branch = raw[family]
             if isinstance(branch, Mapping) and set(branch) & set(TASK_BRANCHES):
                 raise SearchSpaceError(f"parameter {name!r}: per-task splits cannot be nested")
@@ -180,9 +176,7 @@ def _parse_spec(name: str, raw: Any, family: str) -> ParamSpec:
             try:
                 options = tuple(_plain(v) for v in body)
             except TypeError:
-                raise SearchSpaceError(
-                    f"parameter {name!r}: choice options cannot be mappings"
-                ) from None
+                raise SearchSpaceError(f"parameter {name!r}: choice options cannot be mappings") from None
             if len(set(options)) != len(options):
                 raise SearchSpaceError(f"parameter {name!r}: choice lists a value twice: {body!r}")
             return ParamSpec(name, "choice", values=options)
@@ -265,9 +259,7 @@ def _variant_configs(space: Mapping[str, Any], task: str, n_configs: int) -> lis
     return configs
 
 
-def sample_configs(
-    space: Mapping[str, Any], task: str, n_configs: int, seed: int
-) -> list[dict[str, Any]]:
+def sample_configs(space: Mapping[str, Any], task: str, n_configs: int, seed: int) -> list[dict[str, Any]]:
     """The configurations to evaluate: the whole grid if it fits, else distinct random draws.
 
     Variant spaces give their first `n_configs` variants; `forced` values override every config.
@@ -286,10 +278,7 @@ def _sample(space: Mapping[str, Any], task: str, n_configs: int, seed: int) -> l
     size = space_size(specs)
     if size is not None and size <= n_configs:
         names = list(specs)
-        return [
-            dict(zip(names, combo))
-            for combo in itertools.product(*(specs[n].grid() for n in names))
-        ]
+        return [dict(zip(names, combo)) for combo in itertools.product(*(specs[n].grid() for n in names))]
 
     rng = np.random.default_rng(seed)
     names = list(specs)

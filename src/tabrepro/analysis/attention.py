@@ -42,7 +42,7 @@ def block_attention_weights(block: AttentionBlock, h: Tensor) -> Tensor:
     weight, bias = block.qkv.weight, block.qkv.bias
     q = torch.nn.functional.linear(normed, weight[:width], bias[:width])
     source = normed if block.kv_from_normalised else h
-    k = torch.nn.functional.linear(source, weight[width:2 * width], bias[width:2 * width])
+    k = torch.nn.functional.linear(source, weight[width : 2 * width], bias[width : 2 * width])
     head_dim = width // block.n_heads
     q = q.view(batch, length, block.n_heads, head_dim).transpose(1, 2)
     k = k.view(batch, length, block.n_heads, head_dim).transpose(1, 2)
@@ -56,8 +56,9 @@ def abd_attention(model: NPTModel, values: Tensor, mask: Tensor) -> list[np.ndar
     hooks = []
     for kind, block in zip(model.block_kinds, model.blocks):
         if kind == "abd" and block.attend:
-            hooks.append(block.register_forward_pre_hook(
-                lambda module, args, store=captured: store.append(args[0].detach())))
+            hooks.append(
+                block.register_forward_pre_hook(lambda module, args, store=captured: store.append(args[0].detach()))
+            )
     model.eval()
     try:
         model.forward_codes(values, mask)
@@ -65,12 +66,12 @@ def abd_attention(model: NPTModel, values: Tensor, mask: Tensor) -> list[np.ndar
         for hook in hooks:
             hook.remove()
     blocks = [b for kind, b in zip(model.block_kinds, model.blocks) if kind == "abd" and b.attend]
-    return [block_attention_weights(block, h)[0].float().cpu().numpy()
-            for block, h in zip(blocks, captured)]
+    return [block_attention_weights(block, h)[0].float().cpu().numpy() for block, h in zip(blocks, captured)]
 
 
-def attention_experiment(context: NPTContext, *, n_reference_rows: int = 1,
-                         max_rows: int | None = None, seed: int = 0) -> dict[str, Any]:
+def attention_experiment(
+    context: NPTContext, *, n_reference_rows: int = 1, max_rows: int | None = None, seed: int = 0
+) -> dict[str, Any]:
     """Attention maps around a few test rows, rows ordered by distance to the reference row."""
     rng = np.random.default_rng(seed)
     test_rows = context.test_rows()
@@ -91,8 +92,16 @@ def attention_experiment(context: NPTContext, *, n_reference_rows: int = 1,
         index = torch.as_tensor(rows)
         maps = abd_attention(context.model, table.inputs[index], table.input_missing[index])
         roles = table.split[index].cpu().numpy()
-        out.append({"row": int(reference), "rows": rows, "roles": roles, "distances": distances,
-                    "maps": maps, "summary": summarise_maps(maps, distances)})
+        out.append(
+            {
+                "row": int(reference),
+                "rows": rows,
+                "roles": roles,
+                "distances": distances,
+                "maps": maps,
+                "summary": summarise_maps(maps, distances),
+            }
+        )
     return {"references": out}
 
 
@@ -104,8 +113,14 @@ def summarise_maps(maps: list[np.ndarray], distances: np.ndarray) -> list[dict[s
         for head, weights in enumerate(heads):
             row = weights[0, 1:]
             rho = spearmanr(row, distances[1:]).statistic if row.size > 2 and np.ptp(row) > 0 else float("nan")
-            summary.append({"layer": layer, "head": head, "spearman_weight_vs_distance": float(rho),
-                            "mass_on_nearest_10pct": float(row[:near].sum()),
-                            "uniform_mass_nearest_10pct": near / len(distances),
-                            "self_weight": float(weights[0, 0])})
+            summary.append(
+                {
+                    "layer": layer,
+                    "head": head,
+                    "spearman_weight_vs_distance": float(rho),
+                    "mass_on_nearest_10pct": float(row[:near].sum()),
+                    "uniform_mass_nearest_10pct": near / len(distances),
+                    "self_weight": float(weights[0, 0]),
+                }
+            )
     return summary

@@ -28,8 +28,16 @@ from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable, batch_plan
 from tabrepro.npt.model import NPTModel
 from tabrepro.npt.trainer import resolve_device
 
-__all__ = ["NPTContext", "load_fold_context", "target_outputs", "batch_outputs", "write_json",
-           "feature_attributes", "npt_config_from_result", "pairwise_distances"]
+__all__ = [
+    "NPTContext",
+    "load_fold_context",
+    "target_outputs",
+    "batch_outputs",
+    "write_json",
+    "feature_attributes",
+    "npt_config_from_result",
+    "pairwise_distances",
+]
 
 log = logging.getLogger(__name__)
 
@@ -179,10 +187,18 @@ def npt_config_from_result(result: dict[str, Any], where: str) -> NPTConfig:
         raise AnalysisError(f"{where}: selected_config is not a valid NPT configuration: {error}") from None
 
 
-def load_fold_context(params: Any, paper: str, dataset: str, fold: int, *,
-                      metrics_path: Path | None = None, weights_path: Path | None = None,
-                      model_name: str = "npt", batch_seed: int = 0,
-                      device: str = "cpu") -> NPTContext:
+def load_fold_context(
+    params: Any,
+    paper: str,
+    dataset: str,
+    fold: int,
+    *,
+    metrics_path: Path | None = None,
+    weights_path: Path | None = None,
+    model_name: str = "npt",
+    batch_seed: int = 0,
+    device: str = "cpu",
+) -> NPTContext:
     """Rebuild the trained NPT of one fold and the table it predicts its test rows from."""
     from tabrepro.config import Job
     from tabrepro.data.table import load_table
@@ -214,8 +230,9 @@ def load_fold_context(params: Any, paper: str, dataset: str, fold: int, *,
     y = encoder.transform(table.frame)
     groups = preprocessor.feature_groups
     rows = np.concatenate([split.train, split.val, split.test])
-    roles = np.concatenate([np.full(len(split.train), TRAIN), np.full(len(split.val), VAL),
-                            np.full(len(split.test), TEST)])
+    roles = np.concatenate(
+        [np.full(len(split.train), TRAIN), np.full(len(split.val), VAL), np.full(len(split.test), TEST)]
+    )
     codes = decode_features(X[rows], groups)
 
     weights = torch.load(weights_path, map_location="cpu", weights_only=True)
@@ -250,8 +267,7 @@ def load_fold_context(params: Any, paper: str, dataset: str, fold: int, *,
     keep = (roles != VAL) | np.isfinite(model_targets)  # validation rows of absent classes
     attributes = (*feature_attributes(groups), target)
     values = np.column_stack([codes, model_targets])[keep]
-    npt_table = NPTTable(attributes, torch.as_tensor(values, dtype=torch.float32),
-                         torch.as_tensor(roles[keep]))
+    npt_table = NPTTable(attributes, torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(roles[keep]))
     model = NPTModel(attributes, config)
     try:
         model.load_state_dict(weights)
@@ -262,9 +278,16 @@ def load_fold_context(params: Any, paper: str, dataset: str, fold: int, *,
     model = model.to(where).eval()
     npt_table = npt_table.to(where)
     features = np.nan_to_num(np.asarray(X[rows][keep], dtype=np.float64))
-    return NPTContext(model=model, table=npt_table, batches=batches, task=task,
-                      labels=np.asarray(labels, dtype=np.float64)[keep], features=features,
-                      name=f"{paper}/{dataset}/fold{fold}", **context_kwargs)
+    return NPTContext(
+        model=model,
+        table=npt_table,
+        batches=batches,
+        task=task,
+        labels=np.asarray(labels, dtype=np.float64)[keep],
+        features=features,
+        name=f"{paper}/{dataset}/fold{fold}",
+        **context_kwargs,
+    )
 
 
 def make_batches(table: NPTTable, batch_size: int | None, seed: int) -> list[Tensor]:

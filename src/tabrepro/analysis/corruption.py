@@ -41,8 +41,7 @@ def corrupt_batch(values: Tensor, mask: Tensor, keep: int, generator: torch.Gene
     return new_values, new_mask
 
 
-def corruption_experiment(context: NPTContext, *, max_test_rows: int | None = None,
-                          seed: int = 0) -> dict[str, Any]:
+def corruption_experiment(context: NPTContext, *, max_test_rows: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Clean vs corrupted test metrics of one trained NPT, and Table 2's change."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -77,8 +76,7 @@ def table2_deltas(task: str, clean: dict[str, float], corrupted: dict[str, float
     deltas = {f"{name}_change": corrupted[name] - clean[name] for name in clean if name in corrupted}
     if task == "regression":
         rmse = clean["rmse"]
-        deltas["delta_rmse_over_rmse_pct"] = (
-            100.0 * (rmse - corrupted["rmse"]) / rmse if rmse > 0 else float("nan"))
+        deltas["delta_rmse_over_rmse_pct"] = 100.0 * (rmse - corrupted["rmse"]) / rmse if rmse > 0 else float("nan")
     else:
         deltas["delta_accuracy_pct"] = corrupted["accuracy_pct"] - clean["accuracy_pct"]
     return deltas

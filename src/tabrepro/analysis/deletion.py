@@ -41,10 +41,19 @@ def _predict(context: NPTContext, rows: np.ndarray, reference_class: int | None)
     return float(context.prediction(first, reference_class)[0])
 
 
-def delete_for_row(context: NPTContext, row: int, context_rows: np.ndarray,
-                   rng: np.random.Generator, *, delta_start: float = 0.01, delta_growth: float = 1.1,
-                   patience: int = 50, max_total_change: float = 0.10,
-                   min_remaining_fraction: float = 0.02, max_proposals: int | None = None) -> dict[str, Any]:
+def delete_for_row(
+    context: NPTContext,
+    row: int,
+    context_rows: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    delta_start: float = 0.01,
+    delta_growth: float = 1.1,
+    patience: int = 50,
+    max_total_change: float = 0.10,
+    min_remaining_fraction: float = 0.02,
+    max_proposals: int | None = None,
+) -> dict[str, Any]:
     """Alg. 2 for one test row; `context_rows` are the other rows it may attend to."""
     reference_class = None
     if context.task != "regression":
@@ -79,16 +88,32 @@ def delete_for_row(context: NPTContext, row: int, context_rows: np.ndarray,
             break
         kept, current = trial, value
         deleted.append(candidate)
-    return {"row": int(row), "n_context": len(context_rows), "kept": kept, "deleted": deleted,
-            "original_prediction": original, "final_prediction": current, "final_delta": delta,
-            "proposals": proposals, "stop": stop}
+    return {
+        "row": int(row),
+        "n_context": len(context_rows),
+        "kept": kept,
+        "deleted": deleted,
+        "original_prediction": original,
+        "final_prediction": current,
+        "final_delta": delta,
+        "proposals": proposals,
+        "stop": stop,
+    }
 
 
-def deletion_experiment(context: NPTContext, *, max_test_rows: int | None = None,
-                        max_context_rows: int | None = None, max_proposals: int | None = None,
-                        delta_start: float = 0.01, delta_growth: float = 1.1, patience: int = 50,
-                        max_total_change: float = 0.10, min_remaining_fraction: float = 0.02,
-                        seed: int = 0) -> dict[str, Any]:
+def deletion_experiment(
+    context: NPTContext,
+    *,
+    max_test_rows: int | None = None,
+    max_context_rows: int | None = None,
+    max_proposals: int | None = None,
+    delta_start: float = 0.01,
+    delta_growth: float = 1.1,
+    patience: int = 50,
+    max_total_change: float = 0.10,
+    min_remaining_fraction: float = 0.02,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Alg. 2 for a (seeded) sample of test rows; distances of kept/deleted/random rows and tests."""
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -101,10 +126,18 @@ def deletion_experiment(context: NPTContext, *, max_test_rows: int | None = None
         others = batch[batch != row]
         if max_context_rows is not None and others.size > max_context_rows - 1:
             others = np.sort(rng.choice(others, size=max_context_rows - 1, replace=False))
-        run = delete_for_row(context, int(row), others, rng, delta_start=delta_start,
-                             delta_growth=delta_growth, patience=patience,
-                             max_total_change=max_total_change,
-                             min_remaining_fraction=min_remaining_fraction, max_proposals=max_proposals)
+        run = delete_for_row(
+            context,
+            int(row),
+            others,
+            rng,
+            delta_start=delta_start,
+            delta_growth=delta_growth,
+            patience=patience,
+            max_total_change=max_total_change,
+            min_remaining_fraction=min_remaining_fraction,
+            max_proposals=max_proposals,
+        )
         kept, deleted = np.array(run["kept"], dtype=np.int64), np.array(run["deleted"], dtype=np.int64)
         random = rng.choice(others, size=deleted.size, replace=False) if deleted.size else deleted
         run["distance_kept"] = _mean_distance(context, row, kept)
@@ -119,7 +152,9 @@ def deletion_experiment(context: NPTContext, *, max_test_rows: int | None = None
         "task": context.task,
         "n_test_rows": len(runs),
         "n_usable": len(usable),
-        "mean_fraction_deleted": float(np.mean([len(r["deleted"]) / max(r["n_context"], 1) for r in runs])) if runs else None,
+        "mean_fraction_deleted": float(np.mean([len(r["deleted"]) / max(r["n_context"], 1) for r in runs]))
+        if runs
+        else None,
         "mean_distance": {"kept": _mean(kept_d), "deleted": _mean(deleted_d), "random": _mean(random_d)},
         "wilcoxon": {
             "kept_less_than_random": one_sided_wilcoxon(kept_d, random_d),
@@ -127,10 +162,15 @@ def deletion_experiment(context: NPTContext, *, max_test_rows: int | None = None
             "deleted_greater_than_random": one_sided_wilcoxon(random_d, deleted_d),
         },
         "runs": runs,
-        "settings": {"delta_start": delta_start, "delta_growth": delta_growth, "patience": patience,
-                     "max_total_change": max_total_change,
-                     "min_remaining_fraction": min_remaining_fraction,
-                     "max_proposals": max_proposals, "max_context_rows": max_context_rows},
+        "settings": {
+            "delta_start": delta_start,
+            "delta_growth": delta_growth,
+            "patience": patience,
+            "max_total_change": max_total_change,
+            "min_remaining_fraction": min_remaining_fraction,
+            "max_proposals": max_proposals,
+            "max_context_rows": max_context_rows,
+        },
         "seconds": round(time.perf_counter() - started, 3),
     }
 
@@ -152,5 +192,4 @@ def one_sided_wilcoxon(smaller: np.ndarray, larger: np.ndarray) -> dict[str, Any
     if n < 2 or np.allclose(smaller, larger):
         return {"n": n, "statistic": None, "p_value": None, "alternative": "less"}
     result = wilcoxon(smaller, larger, alternative="less")
-    return {"n": n, "statistic": float(result.statistic), "p_value": float(result.pvalue),
-            "alternative": "less"}
+    return {"n": n, "statistic": float(result.statistic), "p_value": float(result.pvalue), "alternative": "less"}

@@ -32,8 +32,7 @@ from sklearn.neighbors import KNeighborsRegressor
 from torch import Tensor
 
 from tabrepro.analysis.attention import abd_attention
-from tabrepro.analysis.settings import (SYNTHETIC, AnalysisError, LookupModelSettings,
-                                        LookupSettings)
+from tabrepro.analysis.settings import SYNTHETIC, AnalysisError, LookupModelSettings, LookupSettings
 from tabrepro.npt.config import NPTConfig, continuous
 from tabrepro.npt.masking import feature_loss_weight, npt_loss
 from tabrepro.npt.model import NPTModel
@@ -41,9 +40,19 @@ from tabrepro.npt.optim import LRSchedule, build_optimizer, clip_gradients
 from tabrepro.npt.trainer import resolve_device
 from tabrepro.seeding import derive_seed
 
-__all__ = ["LookupData", "synthetic_lookup_data", "dataset_lookup_data", "LookupBatch",
-           "make_batch", "train_lookup_model", "npt_predictions", "knn_baselines",
-           "interventions", "run_variant", "lookup_experiment"]
+__all__ = [
+    "LookupData",
+    "synthetic_lookup_data",
+    "dataset_lookup_data",
+    "LookupBatch",
+    "make_batch",
+    "train_lookup_model",
+    "npt_predictions",
+    "knn_baselines",
+    "interventions",
+    "run_variant",
+    "lookup_experiment",
+]
 
 
 @dataclass
@@ -86,8 +95,7 @@ def synthetic_lookup_data(settings: LookupSettings, seed: int, n_features: int =
     return LookupData(X[:a], y[:a], X[a:b], y[a:b], X[b:], y[b:], 0.0, 1.0, SYNTHETIC)
 
 
-def dataset_lookup_data(params: Any, paper: str, dataset: str, settings: LookupSettings,
-                        seed: int) -> LookupData:
+def dataset_lookup_data(params: Any, paper: str, dataset: str, settings: LookupSettings, seed: int) -> LookupData:
     """A regression dataset of `paper` (Protein in the paper), continuous features only.
 
     Rows are shuffled with `seed` and cut into disjoint train / validation / test parts, so the
@@ -113,8 +121,8 @@ def dataset_lookup_data(params: Any, paper: str, dataset: str, settings: LookupS
     if available < settings.batch_rows:
         raise AnalysisError(f"{paper}/{dataset}: {len(order)} rows are too few for the lookup sizes")
     n_train = available if settings.n_train_rows is None else min(settings.n_train_rows, available)
-    test, val = order[:n_test], order[n_test:n_test + n_val]
-    train = order[n_test + n_val:n_test + n_val + n_train]
+    test, val = order[:n_test], order[n_test : n_test + n_val]
+    train = order[n_test + n_val : n_test + n_val + n_train]
     mean, std = X_all[train].mean(axis=0), X_all[train].std(axis=0)
     std[std == 0] = 1.0
     y_mean, y_std = float(y_all[train].mean()), float(y_all[train].std() or 1.0)
@@ -144,16 +152,17 @@ def _variant_flags(variant: str) -> tuple[bool, bool]:
     return "random_features" in variant, "add_one" in variant
 
 
-def make_batch(X: np.ndarray, y: np.ndarray, variant: str, settings: LookupSettings,
-               rng: np.random.Generator) -> LookupBatch:
+def make_batch(
+    X: np.ndarray, y: np.ndarray, variant: str, settings: LookupSettings, rng: np.random.Generator
+) -> LookupBatch:
     """Originals with hidden targets plus duplicates with revealed targets, per the variant."""
     random_features, add_one = _variant_flags(variant)
     m, p = X.shape
     original, duplicate = X.copy(), X.copy()
     if random_features:
         k = min(settings.n_random_features, p)
-        original[:, p - k:] = rng.normal(settings.noise_mean, settings.noise_std, size=(m, k))
-        duplicate[:, p - k:] = rng.normal(settings.noise_mean, settings.noise_std, size=(m, k))
+        original[:, p - k :] = rng.normal(settings.noise_mean, settings.noise_std, size=(m, k))
+        duplicate[:, p - k :] = rng.normal(settings.noise_mean, settings.noise_std, size=(m, k))
     duplicate_y = y + (settings.add if add_one else 0.0)
     values = np.zeros((2 * m, p + 1))
     values[:m, :p], values[m:, :p], values[m:, p] = original, duplicate, duplicate_y
@@ -161,20 +170,36 @@ def make_batch(X: np.ndarray, y: np.ndarray, variant: str, settings: LookupSetti
     truth[:m, p] = y
     mask = np.zeros((2 * m, p + 1), dtype=bool)
     mask[:m, p] = True
-    return LookupBatch(torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(mask),
-                       torch.as_tensor(truth, dtype=torch.float32), original, duplicate,
-                       duplicate_y, y.copy())
+    return LookupBatch(
+        torch.as_tensor(values, dtype=torch.float32),
+        torch.as_tensor(mask),
+        torch.as_tensor(truth, dtype=torch.float32),
+        original,
+        duplicate,
+        duplicate_y,
+        y.copy(),
+    )
 
 
 def _config(model: LookupModelSettings, seed: int) -> NPTConfig:
-    return NPTConfig(embed_dim=model.embed_dim, n_layers=model.n_layers, n_heads=model.n_heads,
-                     lr=model.lr, max_steps=model.steps, flat_fraction=model.flat_fraction,
-                     attention_dropout=model.dropout, hidden_dropout=model.dropout,
-                     embedding_dropout=model.dropout, p_feature=model.p_feature, seed=seed)
+    return NPTConfig(
+        embed_dim=model.embed_dim,
+        n_layers=model.n_layers,
+        n_heads=model.n_heads,
+        lr=model.lr,
+        max_steps=model.steps,
+        flat_fraction=model.flat_fraction,
+        attention_dropout=model.dropout,
+        hidden_dropout=model.dropout,
+        embedding_dropout=model.dropout,
+        p_feature=model.p_feature,
+        seed=seed,
+    )
 
 
-def train_lookup_model(data: LookupData, variant: str, settings: LookupSettings,
-                       seed: int, device: str = "cpu") -> tuple[NPTModel, list[float]]:
+def train_lookup_model(
+    data: LookupData, variant: str, settings: LookupSettings, seed: int, device: str = "cpu"
+) -> tuple[NPTModel, list[float]]:
     """Train an NPT on lookup batches drawn from the training rows; returns it and its losses."""
     config = _config(settings.model, seed)
     where = resolve_device(device)
@@ -183,8 +208,7 @@ def train_lookup_model(data: LookupData, variant: str, settings: LookupSettings,
         torch.manual_seed(derive_seed(seed, "lookup", variant, "init"))
         model = NPTModel(attributes, config)
     model = model.to(where)
-    model.dropout_generator = torch.Generator(device=where).manual_seed(
-        derive_seed(seed, "lookup", variant, "dropout"))
+    model.dropout_generator = torch.Generator(device=where).manual_seed(derive_seed(seed, "lookup", variant, "dropout"))
     optimizer, schedule = build_optimizer(model, config), LRSchedule.from_config(config)
     rng = np.random.default_rng(derive_seed(seed, "lookup", variant, "batches"))
     mask_generator = torch.Generator().manual_seed(derive_seed(seed, "lookup", variant, "masks"))
@@ -205,8 +229,9 @@ def train_lookup_model(data: LookupData, variant: str, settings: LookupSettings,
         lam = feature_loss_weight(config, step)
         schedule.apply(optimizer, step)
         outputs = model.forward_codes(values.to(where), mask.to(where))
-        loss = npt_loss(outputs, batch.truth.to(where), target_selected.to(where),
-                        feature_selected.to(where), attributes, lam)
+        loss = npt_loss(
+            outputs, batch.truth.to(where), target_selected.to(where), feature_selected.to(where), attributes, lam
+        )
         optimizer.zero_grad(set_to_none=True)
         loss.total.backward()
         clip_gradients(model.parameters(), config.grad_clip, config.grad_clip_threshold)
@@ -216,12 +241,13 @@ def train_lookup_model(data: LookupData, variant: str, settings: LookupSettings,
     return model, losses
 
 
-def _fixed_batches(X: np.ndarray, y: np.ndarray, variant: str, settings: LookupSettings,
-                   seed: int) -> list[LookupBatch]:
+def _fixed_batches(
+    X: np.ndarray, y: np.ndarray, variant: str, settings: LookupSettings, seed: int
+) -> list[LookupBatch]:
     """Evaluation batches of fresh rows, noise drawn once from a fixed seed."""
     rng = np.random.default_rng(seed)
     m = settings.batch_rows
-    return [make_batch(X[i:i + m], y[i:i + m], variant, settings, rng) for i in range(0, len(y), m)]
+    return [make_batch(X[i : i + m], y[i : i + m], variant, settings, rng) for i in range(0, len(y), m)]
 
 
 @torch.no_grad()
@@ -250,8 +276,9 @@ def knn_baselines(batches: list[LookupBatch], max_k: int) -> dict[int, np.ndarra
 
 
 @torch.no_grad()
-def interventions(model: NPTModel, batch: LookupBatch, rows: list[int],
-                  new_values: tuple[float, ...]) -> list[dict[str, Any]]:
+def interventions(
+    model: NPTModel, batch: LookupBatch, rows: list[int], new_values: tuple[float, ...]
+) -> list[dict[str, Any]]:
     """Set duplicate i's target to each value; NPT's prediction for original i should follow."""
     m = len(batch.y)
     where = _device(model)
@@ -264,9 +291,16 @@ def interventions(model: NPTModel, batch: LookupBatch, rows: list[int],
             values[m + i, -1] = float(value)
             predictions.append(float(model.forward_codes(values.to(where), mask)[-1][i, 0]))
         slope, intercept = np.polyfit(np.asarray(new_values), np.asarray(predictions), 1)
-        out.append({"row": int(i), "duplicate_values": list(map(float, new_values)),
-                    "predictions": predictions, "slope": float(slope), "intercept": float(intercept),
-                    "true_target": float(batch.y[i])})
+        out.append(
+            {
+                "row": int(i),
+                "duplicate_values": list(map(float, new_values)),
+                "predictions": predictions,
+                "slope": float(slope),
+                "intercept": float(intercept),
+                "true_target": float(batch.y[i]),
+            }
+        )
     return out
 
 
@@ -278,8 +312,9 @@ def _rmse(prediction: np.ndarray, truth: np.ndarray) -> float:
     return float(np.sqrt(np.mean((prediction - truth) ** 2)))
 
 
-def run_variant(data: LookupData, variant: str, settings: LookupSettings, seed: int,
-                device: str = "cpu") -> dict[str, Any]:
+def run_variant(
+    data: LookupData, variant: str, settings: LookupSettings, seed: int, device: str = "cpu"
+) -> dict[str, Any]:
     """Train NPT on one variant and score it and the k-NN baselines on fresh test rows."""
     started = time.perf_counter()
     model, losses = train_lookup_model(data, variant, settings, seed, device)
@@ -298,8 +333,9 @@ def run_variant(data: LookupData, variant: str, settings: LookupSettings, seed: 
     n_rows = min(settings.intervention_rows, len(test[0].y))
     maps = abd_attention(model, test[0].values.to(_device(model)), test[0].mask.to(_device(model)))
     m = len(test[0].y)
-    on_duplicate = [[float(np.mean(heads[h, np.arange(m), m + np.arange(m)])) for h in range(heads.shape[0])]
-                    for heads in maps]
+    on_duplicate = [
+        [float(np.mean(heads[h, np.arange(m), m + np.arange(m)])) for h in range(heads.shape[0])] for heads in maps
+    ]
     return {
         "variant": variant,
         "rmse": {"NPT": _rmse(npt, truth) * scale, "1-NN": curve[1], "k-NN": curve[best_k]},
@@ -307,8 +343,12 @@ def run_variant(data: LookupData, variant: str, settings: LookupSettings, seed: 
         "pearson_r": {"NPT": float(np.corrcoef(npt, truth)[0, 1])},
         "knn": {"best_k": int(best_k), "val_rmse_standardised": val_rmse, "test_rmse_by_k": curve},
         "interventions": interventions(model, test[0], list(range(n_rows)), settings.intervention_values),
-        "training": {"steps": len(losses), "final_loss": float(np.mean(losses[-50:])),
-                     "loss_curve": _thin(losses, 200), "seconds": round(trained - started, 3)},
+        "training": {
+            "steps": len(losses),
+            "final_loss": float(np.mean(losses[-50:])),
+            "loss_curve": _thin(losses, 200),
+            "seconds": round(trained - started, 3),
+        },
         "attention_on_duplicate": on_duplicate,  # per ABD layer and head: original -> its copy
         "_attention": maps,  # for the figure; not written to JSON
         "n_test_rows": int(len(truth)),
@@ -324,8 +364,7 @@ def _thin(values: list[float], n: int) -> list[float]:
     return [float(np.mean(values[a:b])) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def lookup_experiment(data: LookupData, settings: LookupSettings, seed: int,
-                      device: str = "cpu") -> dict[str, Any]:
+def lookup_experiment(data: LookupData, settings: LookupSettings, seed: int, device: str = "cpu") -> dict[str, Any]:
     """Every configured variant; Table 3's RMSEs are under `variants[v]["rmse"]`."""
     return {
         "source": data.source,

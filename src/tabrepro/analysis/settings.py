@@ -14,12 +14,21 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Self
+
 from tabrepro.errors import InputError
 
 __all__ = [
-    "AnalysisError", "AnalysisSettings", "AttentionSettings", "CorruptionSettings",
-    "DeletionSettings", "LookupModelSettings", "LookupSettings", "EXPERIMENTS",
-    "FOLD_EXPERIMENTS", "settings_for", "experiment_digest",
+    "AnalysisError",
+    "AnalysisSettings",
+    "AttentionSettings",
+    "CorruptionSettings",
+    "DeletionSettings",
+    "LookupModelSettings",
+    "LookupSettings",
+    "EXPERIMENTS",
+    "FOLD_EXPERIMENTS",
+    "settings_for",
+    "experiment_digest",
 ]
 
 EXPERIMENTS = ("corruption", "deletion", "attention", "lookup")

@@ -11,9 +11,14 @@ from typing import Any
 
 _HOMES = {
     # The entmax functions live in tabrepro.bishop.entmax (the submodule's name would shadow them).
-    "BiSHopConfig": "config", "AlphaEntmax": "entmax",
-    "BiSHopEstimator": "estimator", "BiSHopModel": "model", "PiecewiseLinearEncoding": "ple",
-    "BiSHopTrainer": "trainer", "FitResult": "trainer", "TabularTensors": "trainer",
+    "BiSHopConfig": "config",
+    "AlphaEntmax": "entmax",
+    "BiSHopEstimator": "estimator",
+    "BiSHopModel": "model",
+    "PiecewiseLinearEncoding": "ple",
+    "BiSHopTrainer": "trainer",
+    "FitResult": "trainer",
+    "TabularTensors": "trainer",
 }
 __all__ = list(_HOMES)
 

@@ -57,21 +57,31 @@ def load_data() -> tuple[TabularTensors, TabularTensors]:
     mean, std = x[:n_train].mean(0), x[:n_train].std(0).clamp(min=1e-12)
     x = ((x - mean) / std).float()
     empty = torch.zeros((len(t), 0), dtype=torch.int64)
-    return (TabularTensors(empty[:n_train], x[:n_train], t[:n_train]),
-            TabularTensors(empty[n_train:], x[n_train:], t[n_train:]))
+    return (
+        TabularTensors(empty[:n_train], x[:n_train], t[:n_train]),
+        TabularTensors(empty[n_train:], x[n_train:], t[n_train:]),
+    )
 
 
-def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, warmup: int = 2,
-             batch_size: int = 32, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_case(
+    device: str = "cpu",
+    threads: int | None = None,
+    steps: int = 10,
+    warmup: int = 2,
+    batch_size: int = 32,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Time `steps` training steps after `warmup` steps; returns the figures."""
     if threads is not None:
         torch.set_num_threads(threads)
     train, val = load_data()
-    config = BiSHopConfig(device=device, batch_size=batch_size,  # type: ignore[arg-type]
-                          **(overrides or {}))
+    config = BiSHopConfig(
+        device=device,
+        batch_size=batch_size,  # type: ignore[arg-type]
+        **(overrides or {}),
+    )
     memory = PeakMemory()
-    trainer = BiSHopTrainer(config, "classification", n_numerical=train.x_num.shape[1],
-                            n_classes=2)
+    trainer = BiSHopTrainer(config, "classification", n_numerical=train.x_num.shape[1], n_classes=2)
     trainer.prepare(train, val)
     dev = trainer.device
     memory.reset_device_peak(dev)
@@ -100,43 +110,63 @@ def run_case(device: str = "cpu", threads: int | None = None, steps: int = 10, w
     cpu_step = statistics.median(cpu) / (n_threads if dev.type == "cpu" else 1)
     assert trainer.model is not None
     return {
-        "device": str(dev), "threads": n_threads, "batch_size": batch_size,
-        "parameters": trainer.model.n_parameters(), "steps_timed": steps,
-        "step_s_wall": wall_step, "step_s_wall_min": min(wall),
+        "device": str(dev),
+        "threads": n_threads,
+        "batch_size": batch_size,
+        "parameters": trainer.model.n_parameters(),
+        "steps_timed": steps,
+        "step_s_wall": wall_step,
+        "step_s_wall_min": min(wall),
         "samples_per_s_wall": batch_size / wall_step,
         "samples_per_s_wall_best": batch_size / min(wall),
         "samples_per_s_cpu": batch_size / cpu_step if dev.type == "cpu" else float("nan"),
         "gflop_per_sample": flops / 1e9 / batch_size,
-        "peak_memory_mib": peak_bytes / 2**20, "memory_kind": memory_kind,
+        "peak_memory_mib": peak_bytes / 2**20,
+        "memory_kind": memory_kind,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
 def _format(r: dict[str, Any]) -> str:
-    cpu = (f", {r['samples_per_s_cpu']:.1f} samples/s by CPU time" if r["device"] == "cpu" else "")
-    return (f"{r['device']:>6} x{r['threads']:<2} batch {r['batch_size']} "
-            f"({r['parameters'] / 1e6:.2f} M params, {r['gflop_per_sample']:.2f} GFLOP/sample) | "
-            f"{r['samples_per_s_wall']:.1f} samples/s wall (best step "
-            f"{r['samples_per_s_wall_best']:.1f}){cpu} | "
-            f"{r['step_s_wall']:.3f} s/step | peak {r['peak_memory_mib']:.0f} MiB "
-            f"{r['memory_kind']} (process peak RSS {r['peak_rss_mib']:.0f} MiB)")
+    cpu = f", {r['samples_per_s_cpu']:.1f} samples/s by CPU time" if r["device"] == "cpu" else ""
+    return (
+        f"{r['device']:>6} x{r['threads']:<2} batch {r['batch_size']} "
+        f"({r['parameters'] / 1e6:.2f} M params, {r['gflop_per_sample']:.2f} GFLOP/sample) | "
+        f"{r['samples_per_s_wall']:.1f} samples/s wall (best step "
+        f"{r['samples_per_s_wall_best']:.1f}){cpu} | "
+        f"{r['step_s_wall']:.3f} s/step | peak {r['peak_memory_mib']:.0f} MiB "
+        f"{r['memory_kind']} (process peak RSS {r['peak_rss_mib']:.0f} MiB)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=None,
-                        help="CPU thread counts to measure (default: 1 and torch's default)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=None,
+        help="CPU thread counts to measure (default: 1 and torch's default)",
+    )
     parser.add_argument("--steps", type=int, default=10, help="timed steps per case")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                        help="auto: CPU, and CUDA too when available")
-    parser.add_argument("--in-process", action="store_true",
-                        help="run cases in this process (CPU peak memory then accumulates)")
-    parser.add_argument("--set", nargs="+", default=[], metavar="FIELD=VALUE",
-                        help="BiSHopConfig overrides, values as JSON (e.g. bf16_autocast=true)")
-    parser.add_argument("--omp-passive", action="store_true",
-                        help="OMP_WAIT_POLICY=PASSIVE in the case processes (shared machines)")
+    parser.add_argument(
+        "--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CPU, and CUDA too when available"
+    )
+    parser.add_argument(
+        "--in-process", action="store_true", help="run cases in this process (CPU peak memory then accumulates)"
+    )
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="BiSHopConfig overrides, values as JSON (e.g. bf16_autocast=true)",
+    )
+    parser.add_argument(
+        "--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE in the case processes (shared machines)"
+    )
     args = parser.parse_args(argv)
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read by the spawned case processes
@@ -150,17 +180,24 @@ def main(argv: list[str] | None = None) -> int:
     BiSHopConfig(**overrides)  # fail early on a bad field
     default_threads = torch.get_num_threads()
     threads = args.threads or sorted({1, default_threads})
-    print(f"torch {torch.__version__}, {default_threads} default CPU threads, "
-          f"CUDA available: {torch.cuda.is_available()}, load average "
-          f"{os.getloadavg()[0]:.1f}, overrides {overrides or 'none'}")
+    print(
+        f"torch {torch.__version__}, {default_threads} default CPU threads, "
+        f"CUDA available: {torch.cuda.is_available()}, load average "
+        f"{os.getloadavg()[0]:.1f}, overrides {overrides or 'none'}"
+    )
     cases: list[dict[str, Any]] = []
     if args.device in ("auto", "cpu"):
         cases += [{"device": "cpu", "threads": t} for t in threads]
     if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()):
         cases.append({"device": "cuda", "threads": None})
     for case in cases:
-        kwargs = {**case, "steps": args.steps, "warmup": args.warmup,
-                  "batch_size": args.batch_size, "overrides": overrides}
+        kwargs = {
+            **case,
+            "steps": args.steps,
+            "warmup": args.warmup,
+            "batch_size": args.batch_size,
+            "overrides": overrides,
+        }
         result = run_case(**kwargs) if args.in_process else run_in_subprocess(run_case, **kwargs)
         print(_format(result), flush=True)
     return 0

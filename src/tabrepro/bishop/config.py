@@ -158,9 +158,22 @@ class BiSHopConfig(ConfigDictMixin):
 
     def validate(self) -> None:
         """Reject settings that would silently do something else than asked."""
-        for name in ("embed_dim", "patch_size", "d_model", "n_heads", "ffn_dim", "n_pooling",
-                     "n_levels", "merge_factor", "n_decoded", "block_mlp_hidden", "batch_size",
-                     "eval_batch_size", "max_epochs", "checkpoint_every_epochs"):
+        for name in (
+            "embed_dim",
+            "patch_size",
+            "d_model",
+            "n_heads",
+            "ffn_dim",
+            "n_pooling",
+            "n_levels",
+            "merge_factor",
+            "n_decoded",
+            "block_mlp_hidden",
+            "batch_size",
+            "eval_batch_size",
+            "max_epochs",
+            "checkpoint_every_epochs",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model < self.n_heads:
@@ -182,11 +195,15 @@ class BiSHopConfig(ConfigDictMixin):
             raise ValueError("grad_clip_norm must be positive or None")
         if any(h <= 0 for h in self.head_hidden):
             raise ValueError("head_hidden multiples must be positive")
-        choices = {"categorical_encoding": ("embedding", "onehot"),
-                   "numerical_encoding": ("ple", "raw"), "block": ("bishop", "mlp"),
-                   "attention": ("gsh", "hopfield", "attention"),
-                   "entmax_solver": ("newton", "bisect"), "optimizer": ("adam", "adamw"),
-                   "device": ("auto", "cpu", "cuda")}
+        choices = {
+            "categorical_encoding": ("embedding", "onehot"),
+            "numerical_encoding": ("ple", "raw"),
+            "block": ("bishop", "mlp"),
+            "attention": ("gsh", "hopfield", "attention"),
+            "entmax_solver": ("newton", "bisect"),
+            "optimizer": ("adam", "adamw"),
+            "device": ("auto", "cpu", "cuda"),
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

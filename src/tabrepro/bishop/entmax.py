@@ -40,8 +40,7 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-__all__ = ["entmax", "entmax_bisect", "AlphaEntmax", "alpha_from_logit", "logit_from_alpha",
-           "Solver"]
+__all__ = ["entmax", "entmax_bisect", "AlphaEntmax", "alpha_from_logit", "logit_from_alpha", "Solver"]
 
 Solver = Literal["bisect", "newton"]
 
@@ -66,8 +65,7 @@ def _bisect_iterations(dtype: torch.dtype) -> int:
     return 60 if dtype == torch.float64 else 32
 
 
-def _log_probabilities(u: Tensor, tau: Tensor, eps: Tensor,
-                       inv_eps: Tensor) -> tuple[Tensor, Tensor]:
+def _log_probabilities(u: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor) -> tuple[Tensor, Tensor]:
     """(log p floored at _log_floor, 1 + ε (u - τ) clamped at 0) with u = z - max z.
 
     p = [1 + ε (u - τ)]_+^(1/ε) = exp(log1p(ε (u - τ)) / ε), exact as ε -> 0.
@@ -183,8 +181,7 @@ class _EntmaxFunction(torch.autograd.Function):
         return grad_z, grad_eps, None, None
 
 
-def entmax(scores: Tensor, alpha_minus_one: Tensor | float, dim: int = -1,
-           solver: Solver = "newton") -> Tensor:
+def entmax(scores: Tensor, alpha_minus_one: Tensor | float, dim: int = -1, solver: Solver = "newton") -> Tensor:
     """α-entmax along `dim` given ε = α - 1 in [0, 1] (a float or a tensor broadcastable to
     `scores` with size 1 along `dim`, e.g. one value per head). Differentiable in both.
 
@@ -193,7 +190,7 @@ def entmax(scores: Tensor, alpha_minus_one: Tensor | float, dim: int = -1,
     dim = dim % scores.dim()
     if not isinstance(alpha_minus_one, Tensor):
         alpha_minus_one = torch.tensor(float(alpha_minus_one), device=scores.device)
-    if (alpha_minus_one.dim() == scores.dim() and alpha_minus_one.shape[dim] != 1):
+    if alpha_minus_one.dim() == scores.dim() and alpha_minus_one.shape[dim] != 1:
         raise ValueError("alpha must have size 1 along the normalised dimension")
     work = scores if scores.dtype in (torch.float32, torch.float64) else scores.float()
     out = _EntmaxFunction.apply(work, alpha_minus_one, dim, solver)

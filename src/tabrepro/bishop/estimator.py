@@ -26,8 +26,7 @@ from tabrepro.npt.estimator import ColumnGroup, TaskEstimator, decode_features
 __all__ = ["BiSHopEstimator", "split_features"]
 
 
-def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]
-                   ) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """Encoded matrix -> (categorical codes (n, n_cat) int64 with -1 = missing, numerical
     values (n, n_num) float32 with NaN kept, categories per categorical feature)."""
     codes = decode_features(X, groups)
@@ -62,8 +61,7 @@ class BiSHopEstimator(TaskEstimator):
             return torch.as_tensor(y.astype(np.int64))
         return torch.as_tensor(y.astype(np.float32))
 
-    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None,
-                 name: str = "X") -> TabularTensors:
+    def _tensors(self, X: np.ndarray, y: np.ndarray | None = None, name: str = "X") -> TabularTensors:
         assert self._groups is not None
         x_cat, x_num, _ = split_features(X, self._groups)
         targets = None if y is None else self._targets(y, f"y for {name}")
@@ -71,8 +69,15 @@ class BiSHopEstimator(TaskEstimator):
             raise ValueError(f"{name} and its targets have different numbers of rows")
         return TabularTensors(torch.as_tensor(x_cat), torch.as_tensor(x_num), targets)
 
-    def fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-            y_val: np.ndarray | None, *, feature_groups: Sequence[ColumnGroup]) -> Self:
+    def fit(
+        self,
+        X_train: np.ndarray,
+        y_train: np.ndarray,
+        X_val: np.ndarray | None,
+        y_val: np.ndarray | None,
+        *,
+        feature_groups: Sequence[ColumnGroup],
+    ) -> Self:
         """Train on the training rows; the validation rows drive LR reduction, early stopping
         and the choice of the kept epoch."""
         groups = [(str(kind), int(width)) for kind, width in feature_groups]
@@ -91,10 +96,13 @@ class BiSHopEstimator(TaskEstimator):
         train = self._tensors(X_train, y_train, "X_train")
         val = self._tensors(X_val, y_val, "X_val") if X_val is not None else None
         self.trainer_ = BiSHopTrainer(
-            self.config, self.task, cardinalities=cardinalities,
+            self.config,
+            self.task,
+            cardinalities=cardinalities,
             n_numerical=train.x_num.shape[1],
             n_classes=self.n_classes if self.is_classifier else None,
-            checkpoint_dir=self.checkpoint_dir)
+            checkpoint_dir=self.checkpoint_dir,
+        )
         self.fit_result_ = self.trainer_.fit(train, val)
         return self
 

@@ -44,11 +44,9 @@ from torch import Tensor, nn
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.entmax import AlphaEntmax
 from tabrepro.bishop.ple import PiecewiseLinearEncoding
-from tabrepro.npt.model import (DropoutGeneratorMixin, DropoutSource, Linear, dropout,
-                                dropout_mask)
+from tabrepro.npt.model import DropoutGeneratorMixin, DropoutSource, Linear, dropout, dropout_mask
 
-__all__ = ["BiSHopModel", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge",
-           "CategoricalEmbedding"]
+__all__ = ["BiSHopModel", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge", "CategoricalEmbedding"]
 
 
 def _trunc_normal(tensor: Tensor, std: float = 0.01) -> Tensor:
@@ -56,8 +54,7 @@ def _trunc_normal(tensor: Tensor, std: float = 0.01) -> Tensor:
     return nn.init.trunc_normal_(tensor, std=std, a=-2 * std, b=2 * std)
 
 
-def add_dropped(x: Tensor, branch: Tensor, p: float, training: bool,
-                source: DropoutSource) -> Tensor:
+def add_dropped(x: Tensor, branch: Tensor, p: float, training: bool, source: DropoutSource) -> Tensor:
     """x + dropout(branch) as one fused kernel (addcmul) in training: saves a full pass and a
     temporary over the activations per residual branch. x may broadcast against branch (the
     decoder's shared first-level input)."""
@@ -95,8 +92,7 @@ class HopfieldLayer(nn.Module):
         self.v = Linear(inner if self.kind != "attention" else d, inner, onednn=onednn)
         self.o = Linear(inner, d, onednn=onednn)
         beta = config.beta if config.beta is not None else 1.0 / math.sqrt(config.head_dim)
-        self.normaliser = (AlphaEntmax(config.alpha_init, config.entmax_solver)
-                           if self.kind == "gsh" else None)
+        self.normaliser = AlphaEntmax(config.alpha_init, config.entmax_solver) if self.kind == "gsh" else None
         if self.kind == "hopfield" and config.learn_beta:
             self.log_beta = nn.Parameter(torch.tensor(math.log(beta)))
         else:
@@ -109,8 +105,9 @@ class HopfieldLayer(nn.Module):
             t = t.movedim(token_dim, -2)
         return t.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2)
 
-    def forward(self, queries: Tensor, memory: Tensor, q_dim: int = -2, m_dim: int = -2,
-                rows: int | None = None) -> Tensor:
+    def forward(
+        self, queries: Tensor, memory: Tensor, q_dim: int = -2, m_dim: int = -2, rows: int | None = None
+    ) -> Tensor:
         """GSH(queries, memory). `rows`: queries and memory are one row (leading size 1) shared
         by a batch of `rows` rows that differ only by their dropout masks (the decoder's E_pos):
         projections, scores and the normaliser run once, the attention-weight dropout and what
@@ -135,8 +132,9 @@ class HopfieldLayer(nn.Module):
         out = self.o(out)
         return out.movedim(-2, q_dim) if q_dim != -2 else out
 
-    def _single_memory(self, queries: Tensor, memory: Tensor, q_dim: int, m_dim: int,
-                       rows: int | None = None) -> Tensor:
+    def _single_memory(
+        self, queries: Tensor, memory: Tensor, q_dim: int, m_dim: int, rows: int | None = None
+    ) -> Tensor:
         """One memory token (a level with a single patch): every normaliser gives it weight 1,
         so the scores are skipped. Same output as the general path (entmax of one score is
         exactly 1), without its W_Q GEMM and the degenerate batched products; W_Q and α get no
@@ -149,8 +147,7 @@ class HopfieldLayer(nn.Module):
         if self.training and self.p_dropout > 0.0:  # dropout on the (unit) attention weights
             if rows is not None:
                 lead = (rows, *lead[1:])
-            weights = dropout(v.new_ones((*lead, self.n_heads, q_shape[-1], 1)), self.p_dropout,
-                              True, self.source)
+            weights = dropout(v.new_ones((*lead, self.n_heads, q_shape[-1], 1)), self.p_dropout, True, self.source)
             out = out * weights
         out = self.o(out.transpose(-3, -2).flatten(-2))
         return out.movedim(-2, q_dim) if q_dim != -2 else out
@@ -269,8 +266,9 @@ class DecoderLevel(nn.Module):
         self.mlp = FeedForward(d, config.decoder_ffn_dim or d, config.onednn_linear)
         self.out = Linear(d, config.patch_size, onednn=config.onednn_linear)
 
-    def forward(self, y: Tensor, memory: Tensor, batch: int | None = None,
-                shared: bool = True) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, y: Tensor, memory: Tensor, batch: int | None = None, shared: bool = True
+    ) -> tuple[Tensor, Tensor]:
         """`batch`: y is the batch-independent E_pos (leading size 1). With `shared` the block
         runs once and is broadcast (exact without dropout); otherwise its batch-independent
         part runs once and everything after the first dropout per row."""
@@ -280,8 +278,7 @@ class DecoderLevel(nn.Module):
             y = self.block(y)
         if batch is not None:
             y = y.expand(batch, *y.shape[1:])
-        y = self.norm1(add_dropped(y, self.cross(y, memory), self.p_dropout, self.training,
-                                   self.source))
+        y = self.norm1(add_dropped(y, self.cross(y, memory), self.p_dropout, self.training, self.source))
         # no dropout on this MLP branch (authors' code)
         y = self.norm2(y + self.mlp(y))
         return y, self.out(y)
@@ -321,8 +318,7 @@ class BiSHopModel(DropoutGeneratorMixin, nn.Module):
     on the training rows first (PLE bins).
     """
 
-    def __init__(self, config: BiSHopConfig, cardinalities: Sequence[int], n_numerical: int,
-                 n_outputs: int):
+    def __init__(self, config: BiSHopConfig, cardinalities: Sequence[int], n_numerical: int, n_outputs: int):
         super().__init__()
         self.config = config
         self.cardinalities = tuple(int(c) for c in cardinalities)
@@ -344,20 +340,23 @@ class BiSHopModel(DropoutGeneratorMixin, nn.Module):
             cards = torch.tensor(self.cardinalities, dtype=torch.long)
             offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(cards, 0)[:-1]])
             self.register_buffer("onehot_offsets", offsets, persistent=False)
-        self.categorical = (CategoricalEmbedding(self.cardinalities, cfg.embed_dim,
-                                                 cfg.shared_width)
-                            if n_embedded else None)
-        self.ple = (PiecewiseLinearEncoding(self.n_encoded_numerical, cfg.embed_dim)
-                    if cfg.numerical_encoding == "ple" and self.n_encoded_numerical else None)
+        self.categorical = (
+            CategoricalEmbedding(self.cardinalities, cfg.embed_dim, cfg.shared_width) if n_embedded else None
+        )
+        self.ple = (
+            PiecewiseLinearEncoding(self.n_encoded_numerical, cfg.embed_dim)
+            if cfg.numerical_encoding == "ple" and self.n_encoded_numerical
+            else None
+        )
 
         n, d, p = self.n_tokens, cfg.d_model, cfg.n_patches
         self.patch = Linear(cfg.patch_size, d, onednn=cfg.onednn_linear)
         self.pos_encoder = nn.Parameter(torch.randn(n, p, d))
         self.pre_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         levels = cfg.level_patches()
-        self.merges = nn.ModuleList([
-            PatchMerge(cfg) if (h > 0 or cfg.merge_first_level) else nn.Identity()
-            for h in range(cfg.n_levels)])
+        self.merges = nn.ModuleList(
+            [PatchMerge(cfg) if (h > 0 or cfg.merge_first_level) else nn.Identity() for h in range(cfg.n_levels)]
+        )
         self.encoder = nn.ModuleList([_block(cfg, levels[h], source) for h in range(cfg.n_levels)])
         width = cfg.decoded_width
         if cfg.decoder:
@@ -371,8 +370,9 @@ class BiSHopModel(DropoutGeneratorMixin, nn.Module):
             self.readout = Linear(levels[-1] * d, width, onednn=cfg.onednn_linear)
         head_in = n * width
         widths = [head_in, *(max(1, round(m * head_in)) for m in cfg.head_hidden)]
-        self.head_hidden = nn.ModuleList([Linear(a, b, onednn=cfg.onednn_linear)
-                                          for a, b in zip(widths[:-1], widths[1:])])
+        self.head_hidden = nn.ModuleList(
+            [Linear(a, b, onednn=cfg.onednn_linear) for a, b in zip(widths[:-1], widths[1:])]
+        )
         self.head_out = Linear(widths[-1], self.n_outputs, onednn=cfg.onednn_linear)
 
     # ------------------------------------------------------------------ inputs
@@ -430,8 +430,7 @@ class BiSHopModel(DropoutGeneratorMixin, nn.Module):
             last = encoded[-1]
             return self.readout(last.reshape(batch, last.shape[1], -1))
         memories = encoded if self.config.decoder_input_level else encoded[1:]
-        shared_first = (not self.training or self.config.dropout == 0.0
-                        or self.config.share_decoder_input)
+        shared_first = not self.training or self.config.dropout == 0.0 or self.config.share_decoder_input
         y = self.pos_decoder.unsqueeze(0)  # the same for every row
         total = None
         for level, (layer, memory) in enumerate(zip(self.decoder, memories)):
@@ -451,8 +450,7 @@ class BiSHopModel(DropoutGeneratorMixin, nn.Module):
     # ------------------------------------------------------------------ introspection
     def alphas(self) -> list[float]:
         """α of every GSH layer, in module order (empty unless attention == "gsh")."""
-        return [float(m.alpha) for m in self.modules()
-                if isinstance(m, HopfieldLayer) and m.alpha is not None]
+        return [float(m.alpha) for m in self.modules() if isinstance(m, HopfieldLayer) and m.alpha is not None]
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -55,7 +55,7 @@ class PiecewiseLinearEncoding(nn.Module):
         self.register_buffer("upper", upper, persistent=False)
 
     @torch.no_grad()
-    def fit(self, x: Tensor) -> "PiecewiseLinearEncoding":
+    def fit(self, x: Tensor) -> PiecewiseLinearEncoding:
         """Set the bin edges from the rows of x (the training rows: nothing else may be passed)."""
         if x.shape[1] != self.n_features:
             raise ValueError(f"expected {self.n_features} features, got {x.shape[1]}")

@@ -39,9 +39,19 @@ from torch import Tensor
 from tabrepro.bishop.config import RESUME_NEUTRAL_FIELDS, BiSHopConfig
 from tabrepro.bishop.model import BiSHopModel
 from tabrepro.seeding import derive_seed
-from tabrepro.torch_utils import (StateFileMixin, atomic_save, bf16_autocast, clone_state,
-                                  deterministic_algorithms, load_weights_into, resolve_device,
-                                  retain_freed_memory, tensor_digest, to_cpu, to_device)
+from tabrepro.torch_utils import (
+    StateFileMixin,
+    atomic_save,
+    bf16_autocast,
+    clone_state,
+    deterministic_algorithms,
+    load_weights_into,
+    resolve_device,
+    retain_freed_memory,
+    tensor_digest,
+    to_cpu,
+    to_device,
+)
 
 __all__ = ["BiSHopTrainer", "FitResult", "TabularTensors", "STATE_FILE", "WEIGHTS_FILE"]
 
@@ -72,12 +82,12 @@ class TabularTensors:
         return int(self.x_cat.shape[0])
 
     def to(self, device: torch.device) -> TabularTensors:
-        return TabularTensors(self.x_cat.to(device), self.x_num.to(device),
-                              None if self.y is None else self.y.to(device))
+        return TabularTensors(
+            self.x_cat.to(device), self.x_num.to(device), None if self.y is None else self.y.to(device)
+        )
 
     def rows(self, index: Tensor) -> TabularTensors:
-        return TabularTensors(self.x_cat[index], self.x_num[index],
-                              None if self.y is None else self.y[index])
+        return TabularTensors(self.x_cat[index], self.x_num[index], None if self.y is None else self.y[index])
 
     def fingerprint(self) -> str:
         return tensor_digest(self.x_cat, self.x_num, self.y)
@@ -103,9 +113,16 @@ class BiSHopTrainer(StateFileMixin):
     checkpoint_format = _CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
 
-    def __init__(self, config: BiSHopConfig, task: Task, *, cardinalities: tuple[int, ...] = (),
-                 n_numerical: int = 0, n_classes: int | None = None,
-                 checkpoint_dir: str | Path | None = None):
+    def __init__(
+        self,
+        config: BiSHopConfig,
+        task: Task,
+        *,
+        cardinalities: tuple[int, ...] = (),
+        n_numerical: int = 0,
+        n_classes: int | None = None,
+        checkpoint_dir: str | Path | None = None,
+    ):
         if task not in ("classification", "regression"):
             raise ValueError(f"unknown task {task!r}")
         if task == "classification" and (n_classes is None or n_classes < 2):
@@ -149,10 +166,10 @@ class BiSHopTrainer(StateFileMixin):
         return model.to(self.device)
 
     def _check_data(self, data: TabularTensors, name: str, targets: bool = True) -> None:
-        if (data.x_cat.shape[1] != len(self.cardinalities)
-                or data.x_num.shape[1] != self.n_numerical):
-            raise ValueError(f"{name}: expected {len(self.cardinalities)} categorical and "
-                             f"{self.n_numerical} numerical columns")
+        if data.x_cat.shape[1] != len(self.cardinalities) or data.x_num.shape[1] != self.n_numerical:
+            raise ValueError(
+                f"{name}: expected {len(self.cardinalities)} categorical and {self.n_numerical} numerical columns"
+            )
         if targets and data.y is None:
             raise ValueError(f"{name} has no targets")
 
@@ -172,17 +189,17 @@ class BiSHopTrainer(StateFileMixin):
         self._fingerprint = None
         self.model = self.build_model()
         self.model.fit_encoding(self.train_data.x_cat, self.train_data.x_num)
-        self._dropout_generator = torch.Generator(device=self.device).manual_seed(
-            self._seed("dropout"))
+        self._dropout_generator = torch.Generator(device=self.device).manual_seed(self._seed("dropout"))
         self.model.dropout_generator = self._dropout_generator
         optimizer_cls = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.AdamW
         # fused: one kernel per step instead of a dozen passes over 17M parameters (~4x less
         # optimiser time on CPU); deterministic, last bits differ from the foreach version.
-        self.optimizer = optimizer_cls(self.model.parameters(), lr=cfg.lr, betas=cfg.betas,
-                                       weight_decay=cfg.weight_decay, fused=True)
+        self.optimizer = optimizer_cls(
+            self.model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, fused=True
+        )
         self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            self.optimizer, mode="min", factor=cfg.lr_factor, patience=cfg.lr_patience,
-            eps=cfg.lr_eps)
+            self.optimizer, mode="min", factor=cfg.lr_factor, patience=cfg.lr_patience, eps=cfg.lr_eps
+        )
         self._reset_progress()
 
     # ------------------------------------------------------------------ loss and evaluation
@@ -200,8 +217,10 @@ class BiSHopTrainer(StateFileMixin):
         self.model.eval()
         size = self.config.eval_batch_size
         with bf16_autocast(self.device, self.config.bf16_autocast):
-            chunks = [self.model(data.x_cat[i:i + size], data.x_num[i:i + size]).float()
-                      for i in range(0, len(data), size)]
+            chunks = [
+                self.model(data.x_cat[i : i + size], data.x_num[i : i + size]).float()
+                for i in range(0, len(data), size)
+            ]
         if not chunks:
             return torch.empty((0, self.n_outputs), device=self.device)
         return torch.cat(chunks).float()
@@ -302,9 +321,14 @@ class BiSHopTrainer(StateFileMixin):
     def _finished(self) -> bool:
         return self.epoch >= self.config.max_epochs or self.stopped_early or self.diverged
 
-    def fit(self, train: TabularTensors, val: TabularTensors | None = None, *,
-            resume: bool = True,
-            callback: Callable[[int, dict[str, float]], None] | None = None) -> FitResult:
+    def fit(
+        self,
+        train: TabularTensors,
+        val: TabularTensors | None = None,
+        *,
+        resume: bool = True,
+        callback: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> FitResult:
         """Train (resuming from the state file in `checkpoint_dir` if there is one).
 
         `callback(epoch, record)` runs after each epoch, after that epoch's checkpoint was
@@ -316,16 +340,25 @@ class BiSHopTrainer(StateFileMixin):
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
             while not self._finished():
                 record = self.train_epoch()
-                if (self.checkpoint_dir is not None and not self._finished()
-                        and self.epoch % cfg.checkpoint_every_epochs == 0):
+                if (
+                    self.checkpoint_dir is not None
+                    and not self._finished()
+                    and self.epoch % cfg.checkpoint_every_epochs == 0
+                ):
                     self.save_checkpoint()
                 if callback is not None:
                     callback(self.epoch, record)
             self._finish()
-        return FitResult(epochs=self.epoch, best_epoch=self.best_epoch,
-                         best_val_loss=self.best_loss, history=list(self.history),
-                         stopped_early=self.stopped_early, diverged=self.diverged,
-                         resumed_from=resumed_from, checkpoint_dir=self.checkpoint_dir)
+        return FitResult(
+            epochs=self.epoch,
+            best_epoch=self.best_epoch,
+            best_val_loss=self.best_loss,
+            history=list(self.history),
+            stopped_early=self.stopped_early,
+            diverged=self.diverged,
+            resumed_from=resumed_from,
+            checkpoint_dir=self.checkpoint_dir,
+        )
 
     def _finish(self) -> None:
         """Persist the final state, then keep the selected weights (best validation epoch)."""
@@ -342,8 +375,12 @@ class BiSHopTrainer(StateFileMixin):
 
     # ------------------------------------------------------------------ checkpoints
     def _spec(self) -> dict[str, Any]:
-        return {"task": self.task, "cardinalities": list(self.cardinalities),
-                "n_numerical": self.n_numerical, "n_outputs": self.n_outputs}
+        return {
+            "task": self.task,
+            "cardinalities": list(self.cardinalities),
+            "n_numerical": self.n_numerical,
+            "n_outputs": self.n_outputs,
+        }
 
     def _data_fingerprint(self) -> str:
         assert self.train_data is not None
@@ -365,8 +402,7 @@ class BiSHopTrainer(StateFileMixin):
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "rng": {"dropout": self._dropout_generator.get_state()},
-            "best": {"loss": self.best_loss, "epoch": self.best_epoch,
-                     "weights": self.best_weights},
+            "best": {"loss": self.best_loss, "epoch": self.best_epoch, "weights": self.best_weights},
             "bad_epochs": self.bad_epochs,
             "stopped_early": self.stopped_early,
             "diverged": self.diverged,
@@ -392,8 +428,7 @@ class BiSHopTrainer(StateFileMixin):
         self.epoch = int(state["epoch"])
         best = state["best"]
         self.best_loss, self.best_epoch = best["loss"], int(best["epoch"])
-        self.best_weights = (None if best["weights"] is None
-                             else to_device(best["weights"], self.device))
+        self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
         self.bad_epochs = int(state["bad_epochs"])
         self.stopped_early = bool(state["stopped_early"])
         self.diverged = bool(state["diverged"])

@@ -53,8 +53,9 @@ def read_fetch_status(raw_dir: Path, source: str) -> FetchStatus | None:
     if not path.is_file():
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return FetchStatus(source=raw["source"], ok=bool(raw["ok"]), error=raw.get("error"),
-                       files=list(raw.get("files") or []))
+    return FetchStatus(
+        source=raw["source"], ok=bool(raw["ok"]), error=raw.get("error"), files=list(raw.get("files") or [])
+    )
 
 
 def unobtainable_datasets(params, paper: str) -> dict[str, str]:

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import stat
 import sys
 import tempfile
@@ -33,10 +32,10 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from tabrepro.errors import InputError
 from tabrepro import __version__
 from tabrepro.data.registry import DatasetSource, RemoteFile, get_source, safe_relative_path
 from tabrepro.data.table import atomic_write_bytes
+from tabrepro.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +247,7 @@ def _candidates(mirror_path: str, urls: list[str], mirror: str | None) -> list[s
         if mirror.startswith(("http://", "https://")):
             found.append(mirror.rstrip("/") + "/" + urllib.parse.quote(mirror_path))
         else:
-            root = mirror[len("file://"):] if mirror.startswith("file://") else mirror
+            root = mirror[len("file://") :] if mirror.startswith("file://") else mirror
             found.append(str(Path(root) / mirror_path))
     return found + [u for u in urls if u not in found]
 
@@ -298,9 +297,7 @@ def _download_with_retries(
     raise AssertionError("unreachable")
 
 
-def _download_once(
-    location: str, dest: Path, expectation: Expectation, label: str, options: FetchOptions
-) -> Digest:
+def _download_once(location: str, dest: Path, expectation: Expectation, label: str, options: FetchOptions) -> Digest:
     with _open_location(location, options.timeout_seconds, label) as (stream, length):
         return _stream_to_file(stream, length, dest, expectation, label, location, options.progress)
 
@@ -344,14 +341,13 @@ def _read_chunk(stream: IO[bytes], label: str, location: str, received: int) -> 
         raise TruncatedDownloadError(
             f"{label}: download from {location} truncated after {received + len(exc.partial)} bytes"
         ) from exc
-    except (TimeoutError, socket.timeout, OSError, http.client.HTTPException) as exc:
+    except (TimeoutError, OSError, http.client.HTTPException) as exc:
         raise _TransientError(f"{label}: connection to {location} failed after {received} bytes: {exc}") from exc
 
 
 def _progress_bar(total: int | None, name: str, enabled: bool) -> tqdm:
     visible = enabled and sys.stderr.isatty()
-    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
-                disable=not visible, leave=False)
+    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024, disable=not visible, leave=False)
 
 
 def _stream_to_file(
@@ -559,7 +555,11 @@ def read_openml_metadata(source: DatasetSource, dataset_dir: Path) -> OpenMLMeta
 
 
 def _fetch_openml_json(
-    source: DatasetSource, name: str, url: str, target_dir: Path, options: FetchOptions,
+    source: DatasetSource,
+    name: str,
+    url: str,
+    target_dir: Path,
+    options: FetchOptions,
     check: Callable[[dict[str, Any]], Any],
 ) -> Path:
     """Fetch one API description (mirror first), keeping it only if `check` accepts it."""
@@ -587,9 +587,7 @@ def _check_task_type(source: DatasetSource, task_type: str | None) -> None:
     if allowed is None:
         raise FetchError(f"dataset {source.name!r}: OpenML task type {task_type!r} is not supported")
     if source.task not in allowed:
-        raise FetchError(
-            f"dataset {source.name!r}: registry says {source.task} but the OpenML task is {task_type}"
-        )
+        raise FetchError(f"dataset {source.name!r}: registry says {source.task} but the OpenML task is {task_type}")
 
 
 def _fetch_openml(source: DatasetSource, target_dir: Path, options: FetchOptions) -> list[Path]:
@@ -610,8 +608,11 @@ def _fetch_openml(source: DatasetSource, target_dir: Path, options: FetchOptions
             _check_task_type(source, task_type)
             resolved["dataset_id"] = did
 
-        paths.append(_fetch_openml_json(source, "task.json", f"{api}/api/v1/json/task/{task_id}",
-                                        target_dir, options, check_task))
+        paths.append(
+            _fetch_openml_json(
+                source, "task.json", f"{api}/api/v1/json/task/{task_id}", target_dir, options, check_task
+            )
+        )
         dataset_id = resolved["dataset_id"]
     assert dataset_id is not None
     info: dict[str, Any] = {}
@@ -623,8 +624,11 @@ def _fetch_openml(source: DatasetSource, target_dir: Path, options: FetchOptions
                 f"{label}: OpenML dataset {dataset_id} now has md5 {info['md5_checksum']}, registry pins {ref.md5}"
             )
 
-    paths.append(_fetch_openml_json(source, "dataset.json", f"{api}/api/v1/json/data/{dataset_id}",
-                                    target_dir, options, check_data))
+    paths.append(
+        _fetch_openml_json(
+            source, "dataset.json", f"{api}/api/v1/json/data/{dataset_id}", target_dir, options, check_data
+        )
+    )
     urls = [f"{api}/data/v1/download/{info['file_id']}"]
     if api == OPENML_DEFAULT_URL and info.get("url") and info["url"] not in urls:
         urls.append(str(info["url"]))  # the description's own link; not when the API is overridden

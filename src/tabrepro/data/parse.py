@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import xlrd
 
-from tabrepro.errors import InputError
 from tabrepro.data.fetch import read_openml_metadata
 from tabrepro.data.registry import DatasetSource, RemoteFile, TableFormat, get_source
 from tabrepro.data.standin import source_for_directory
 from tabrepro.data.table import ColumnSpec, Table, TableSchema
+from tabrepro.errors import InputError
 
 STR = "str"  # pandas' string dtype: categorical values, missing as NaN (null in parquet)
 
@@ -257,8 +257,9 @@ def _parse_openml(source: DatasetSource, dataset_dir: Path) -> Table:
     meta = read_openml_metadata(source, dataset_dir)
     if not meta.target:
         raise ParseError(f"dataset {source.name!r}: neither the registry nor OpenML names a target")
-    frame, nominal = _read_arff(dataset_dir / "dataset.arff", source.format.encoding,
-                                f"dataset {source.name!r}, file dataset.arff")
+    frame, nominal = _read_arff(
+        dataset_dir / "dataset.arff", source.format.encoding, f"dataset {source.name!r}, file dataset.arff"
+    )
     extra = [c for c in (*meta.ignore, meta.row_id) if c and c in frame.columns and c != meta.target]
     absent = [c for c in source.drop if c not in frame.columns]
     if absent:
@@ -393,7 +394,9 @@ def _check_shape(source: DatasetSource, schema: TableSchema) -> None:
     label = f"dataset {source.name!r}"
     n_levels = len(schema.target_column.levels)
     if source.task == "binary" and n_levels != 2:
-        raise ParseError(f"{label}: binary task but the target has {n_levels} levels {schema.target_column.levels[:10]}")
+        raise ParseError(
+            f"{label}: binary task but the target has {n_levels} levels {schema.target_column.levels[:10]}"
+        )
     if source.task == "multiclass" and n_levels < 3:
         raise ParseError(f"{label}: multiclass task but the target has {n_levels} levels")
     expected = source.expected

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any, Literal, get_args
 
 import yaml
+
 from tabrepro.errors import InputError
 
 TaskType = Literal["binary", "multiclass", "regression"]
@@ -177,16 +178,45 @@ def sources_from_mapping(raw: dict[str, Any]) -> dict[str, DatasetSource]:
 
 
 _ENTRY_KEYS = {
-    "title", "task", "source", "files", "format", "target", "drop", "categorical", "continuous",
-    "label_strip", "label_format", "fixed_test_tail_rows", "expected", "openml", "embedded",
-    "homepage", "note",
+    "title",
+    "task",
+    "source",
+    "files",
+    "format",
+    "target",
+    "drop",
+    "categorical",
+    "continuous",
+    "label_strip",
+    "label_format",
+    "fixed_test_tail_rows",
+    "expected",
+    "openml",
+    "embedded",
+    "homepage",
+    "note",
 }
 _FILE_KEYS = {
-    "name", "url", "mirror_path", "sha256", "accept_sha256", "size", "member", "role", "rows",
+    "name",
+    "url",
+    "mirror_path",
+    "sha256",
+    "accept_sha256",
+    "size",
+    "member",
+    "role",
+    "rows",
     "skip_rows",
 }
 _FORMAT_KEYS = {
-    "kind", "sep", "header", "columns", "na_values", "skipinitialspace", "quotechar", "encoding",
+    "kind",
+    "sep",
+    "header",
+    "columns",
+    "na_values",
+    "skipinitialspace",
+    "quotechar",
+    "encoding",
     "sheet",
 }
 

@@ -81,8 +81,9 @@ def read_marker(dataset_dir: Path) -> StandinMarker | None:
     try:
         return StandinMarker.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError) as exc:
-        raise StandinError(f"{path}: unreadable stand-in marker ({exc}); delete the directory and "
-                           f"regenerate or fetch the dataset") from exc
+        raise StandinError(
+            f"{path}: unreadable stand-in marker ({exc}); delete the directory and regenerate or fetch the dataset"
+        ) from exc
 
 
 def source_for_directory(source: DatasetSource, dataset_dir: Path) -> DatasetSource:
@@ -99,7 +100,8 @@ def source_for_directory(source: DatasetSource, dataset_dir: Path) -> DatasetSou
         raise StandinError(
             f"dataset {source.name!r}: {dataset_dir} holds synthetic stand-ins ({where}, written by "
             f"{marker.generator}), not the registry's data; set {ALLOW_ENV}=1 to prepare them for a "
-            f"scale test, or delete the directory and run `tabrepro fetch {source.name}`")
+            f"scale test, or delete the directory and run `tabrepro fetch {source.name}`"
+        )
     if marker.dataset != source.name:
         raise StandinError(f"{where}: describes dataset {marker.dataset!r}, not {source.name!r}")
     files = []
@@ -113,11 +115,17 @@ def source_for_directory(source: DatasetSource, dataset_dir: Path) -> DatasetSou
         path = Path(dataset_dir) / name
         size = path.stat().st_size if path.is_file() else None
         if size != marker.file_bytes.get(name):
-            raise StandinError(f"{where}: {name} is not the file the generator wrote (size {size}, "
-                               f"marker says {marker.file_bytes.get(name)}); regenerate or fetch it")
+            raise StandinError(
+                f"{where}: {name} is not the file the generator wrote (size {size}, "
+                f"marker says {marker.file_bytes.get(name)}); regenerate or fetch it"
+            )
         files.append(dataclasses.replace(remote, rows=marker.file_rows[name]))
-    log.warning("dataset %r: preparing SYNTHETIC stand-in files (%s, %d rows), not the registry's data",
-                source.name, where, marker.rows)
+    log.warning(
+        "dataset %r: preparing SYNTHETIC stand-in files (%s, %d rows), not the registry's data",
+        source.name,
+        where,
+        marker.rows,
+    )
     return dataclasses.replace(
         source,
         title=f"{source.title} [synthetic stand-in]",

@@ -52,7 +52,7 @@ class TableSchema:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, raw: dict) -> "TableSchema":
+    def from_dict(cls, raw: dict) -> TableSchema:
         columns = [ColumnSpec(**c) for c in raw["columns"]]
         return cls(**{**raw, "columns": columns})
 

@@ -78,9 +78,7 @@ def _classification_metrics(
     if probabilities.ndim == 1 and task == "binary":
         probabilities = np.column_stack([1.0 - probabilities, probabilities])
     if probabilities.ndim != 2 or probabilities.shape[0] != labels_true.shape[0]:
-        raise ValueError(
-            f"proba has shape {probabilities.shape}, expected ({labels_true.shape[0]}, n_classes)"
-        )
+        raise ValueError(f"proba has shape {probabilities.shape}, expected ({labels_true.shape[0]}, n_classes)")
     if not np.isfinite(probabilities).all():
         raise ValueError("proba contains non-finite values")
     row_sums = probabilities.sum(axis=1, keepdims=True)
@@ -101,9 +99,7 @@ def _classification_metrics(
     all_labels = np.arange(n_classes)
     results: dict[str, float] = {
         "accuracy_pct": 100.0 * float(skm.accuracy_score(labels_true, predicted)),
-        "nll": float(
-            skm.log_loss(labels_true, np.clip(probabilities, NLL_CLIP, 1.0), labels=all_labels)
-        ),
+        "nll": float(skm.log_loss(labels_true, np.clip(probabilities, NLL_CLIP, 1.0), labels=all_labels)),
     }
     present = np.unique(labels_true)
     if task == "binary" and present.size == 2:
@@ -112,9 +108,7 @@ def _classification_metrics(
         results["auc_pct"] = 100.0 * auroc
     elif task == "multiclass" and present.size == n_classes:
         results["auroc"] = float(
-            skm.roc_auc_score(
-                labels_true, probabilities, multi_class="ovr", average="macro", labels=all_labels
-            )
+            skm.roc_auc_score(labels_true, probabilities, multi_class="ovr", average="macro", labels=all_labels)
         )
     return results
 

@@ -211,8 +211,7 @@ class TabularModel(ABC):
         for name, value in arguments.items():
             if name not in valid:
                 raise ValueError(
-                    f"Invalid parameter {name!r} for estimator {type(self).__name__}. "
-                    f"Valid parameters are: {valid!r}."
+                    f"Invalid parameter {name!r} for estimator {type(self).__name__}. Valid parameters are: {valid!r}."
                 )
             setattr(self, name, value)
         return self
@@ -297,8 +296,7 @@ class TabularModel(ABC):
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         if X_val is not None:
-            X_val = check_array(X_val, dtype=_FLOAT_DTYPES, ensure_min_samples=0,
-                                input_name="X_val")
+            X_val = check_array(X_val, dtype=_FLOAT_DTYPES, ensure_min_samples=0, input_name="X_val")
             if X_val.shape[1] != X.shape[1]:
                 raise ValueError(f"X_val has {X_val.shape[1]} features, X has {X.shape[1]}")
         if self.task == LABELS_TASK:
@@ -477,8 +475,7 @@ class TabularModel(ABC):
         assert self._train_classes is not None
         if fitted.ndim != 2 or fitted.shape[1] != self._train_classes.size:
             raise RuntimeError(
-                f"{self.name} returned probabilities of shape {fitted.shape}, "
-                f"expected (n, {self._train_classes.size})"
+                f"{self.name} returned probabilities of shape {fitted.shape}, expected (n, {self._train_classes.size})"
             )
         full = np.zeros((fitted.shape[0], self.classes_.size), dtype=np.float64)
         full[:, self._train_classes] = fitted
@@ -493,8 +490,7 @@ class TabularModel(ABC):
         return validate_data(self, X, reset=False, dtype=_FLOAT_DTYPES, ensure_min_samples=0)
 
     def __repr__(self) -> str:
-        arguments = ", ".join(f"{key}={value!r}"
-                              for key, value in self.get_params(deep=False).items())
+        arguments = ", ".join(f"{key}={value!r}" for key, value in self.get_params(deep=False).items())
         return f"{type(self).__name__}({arguments})"
 
 
@@ -567,8 +563,9 @@ class EstimatorModel(TabularModel):
         estimator_class = classifier if self.is_classifier else regressor
         return estimator_class(**self._estimator_kwargs(self._owned_kwargs(), params))
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         params = self._translate_params(dict(self.params), X_train)
         self._estimator = self._new_estimator(params).fit(X_train, y_train, **self._fit_kwargs())
 
@@ -596,9 +593,7 @@ class CategoricalLayout:
     widths: tuple[int, ...]  # columns per feature (1 for a continuous feature)
 
     @classmethod
-    def from_groups(
-        cls, feature_groups: tuple[tuple[str, int], ...] | None, n_columns: int
-    ) -> CategoricalLayout:
+    def from_groups(cls, feature_groups: tuple[tuple[str, int], ...] | None, n_columns: int) -> CategoricalLayout:
         """The layout of FitContext.feature_groups; without it every column is continuous."""
         groups = feature_groups if feature_groups is not None else (("continuous", 1),) * n_columns
         kinds, starts, widths, start = [], [], [], 0
@@ -622,9 +617,7 @@ class CategoricalLayout:
 
     @property
     def continuous_columns(self) -> np.ndarray:
-        return np.array(
-            [s for s, kind in zip(self.starts, self.kinds) if kind == "continuous"], dtype=np.int64
-        )
+        return np.array([s for s, kind in zip(self.starts, self.kinds) if kind == "continuous"], dtype=np.int64)
 
     @property
     def cardinalities(self) -> list[int]:
@@ -714,9 +707,7 @@ class TorchModel(TabularModel):
 
     # ----------------------------------------------------------- subclass hooks
     @abstractmethod
-    def _build_network(
-        self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int
-    ) -> torch.nn.Module:
+    def _build_network(self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int) -> torch.nn.Module:
         """The untrained network; `architecture` holds the non-training search-space keys."""
 
     def _inputs(self, X: np.ndarray, device: torch.device) -> tuple[torch.Tensor | None, ...]:
@@ -744,8 +735,9 @@ class TorchModel(TabularModel):
             raise ValueError(f"{self.name}: lr must be > 0 and weight_decay >= 0")
         return training, architecture
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         import torch
 
         training, architecture = self._split_params()
@@ -802,8 +794,15 @@ class TorchModel(TabularModel):
             return F.cross_entropy(output, target)
         return F.mse_loss(output[:, 0], target)
 
-    def _train_epoch(self, network: torch.nn.Module, optimizer: Any, inputs: tuple,
-                     target: torch.Tensor, batch_size: int, generator: torch.Generator) -> float:
+    def _train_epoch(
+        self,
+        network: torch.nn.Module,
+        optimizer: Any,
+        inputs: tuple,
+        target: torch.Tensor,
+        batch_size: int,
+        generator: torch.Generator,
+    ) -> float:
         """One pass over shuffled mini-batches; returns the mean training loss."""
         import torch
 

@@ -49,13 +49,34 @@ class BiSHopModel(TabularModel):
         them. An ablation's fixed switch is refused: the ablation would override it silently."""
         positive = (1, None, "both")
         ranges = {
-            **{name: positive for name in ("embed_dim", "patch_size", "d_model", "n_heads", "ffn_dim", "n_pooling",
-                                           "n_levels", "merge_factor", "n_decoded", "block_mlp_hidden", "batch_size",
-                                           "eval_batch_size", "max_epochs", "checkpoint_every_epochs",
-                                           "early_stopping_patience")},
-            "dropout": (0.0, 1.0, "left"), "head_dropout": (0.0, 1.0, "left"), "alpha_init": (1.0, 2.0, "neither"),
-            "beta": (0.0, None, "neither"), "lr": (0.0, None, "neither"), "lr_factor": (0.0, 1.0, "neither"),
-            "lr_patience": (0, None, "both"), "grad_clip_norm": (0.0, None, "neither"),
+            **{
+                name: positive
+                for name in (
+                    "embed_dim",
+                    "patch_size",
+                    "d_model",
+                    "n_heads",
+                    "ffn_dim",
+                    "n_pooling",
+                    "n_levels",
+                    "merge_factor",
+                    "n_decoded",
+                    "block_mlp_hidden",
+                    "batch_size",
+                    "eval_batch_size",
+                    "max_epochs",
+                    "checkpoint_every_epochs",
+                    "early_stopping_patience",
+                )
+            },
+            "dropout": (0.0, 1.0, "left"),
+            "head_dropout": (0.0, 1.0, "left"),
+            "alpha_init": (1.0, 2.0, "neither"),
+            "beta": (0.0, None, "neither"),
+            "lr": (0.0, None, "neither"),
+            "lr_factor": (0.0, 1.0, "neither"),
+            "lr_patience": (0, None, "both"),
+            "grad_clip_norm": (0.0, None, "neither"),
             "shared_embed_dim": (0, None, "both"),
         }
         owned = {"seed": SEED, **{key: f"fixed to {value!r} by this ablation" for key, value in cls.fixed.items()}}
@@ -68,8 +89,9 @@ class BiSHopModel(TabularModel):
         values.update(self.fixed, seed=self.seed)
         return BiSHopConfig.from_dict(values)
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         import torch  # lazily: the registry (and every Snakemake start) need not load torch
 
         from tabrepro.bishop.estimator import BiSHopEstimator
@@ -92,8 +114,9 @@ class BiSHopModel(TabularModel):
         assert result is not None
         if result.resumed_from is not None:
             log.info("%s resumed from epoch %d (state file in %s)", self.name, result.resumed_from, work_dir)
-        self.fit_info_.update({"epochs": result.epochs, "best_epoch": result.best_epoch,
-                               "resumed_from": result.resumed_from})
+        self.fit_info_.update(
+            {"epochs": result.epochs, "best_epoch": result.best_epoch, "resumed_from": result.resumed_from}
+        )
 
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self._estimator.predict_proba(X)
@@ -109,9 +132,17 @@ class BiSHopModel(TabularModel):
 def _ablation_class(name: str, switches: dict) -> type[BiSHopModel]:
     """A module-level class (so a fitted ablation pickles like any other model)."""
     class_name = f"BiSHop_{name}"
-    cls = type(class_name, (BiSHopModel,), {"name": name, "fixed": dict(switches),
-                                            "__doc__": f"BiSHop with {switches}.",
-                                            "__module__": __name__, "__qualname__": class_name})
+    cls = type(
+        class_name,
+        (BiSHopModel,),
+        {
+            "name": name,
+            "fixed": dict(switches),
+            "__doc__": f"BiSHop with {switches}.",
+            "__module__": __name__,
+            "__qualname__": class_name,
+        },
+    )
     globals()[class_name] = cls
     return cls
 

@@ -15,8 +15,17 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
-from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
-                                             estimator_library, integer, nullable, number)
+from tabrepro.models.hyperparameters import (
+    FRACTION_OPEN_LOW,
+    LOGGING,
+    SEED,
+    THREADS,
+    Hyperparameters,
+    estimator_library,
+    integer,
+    nullable,
+    number,
+)
 
 
 class CatBoostModel(EstimatorModel):
@@ -30,14 +39,29 @@ class CatBoostModel(EstimatorModel):
         files = "tabrepro writes no CatBoost files"
         return Hyperparameters(
             library=estimator_library(cls),
-            owned={"random_seed": SEED, "random_state": SEED, "thread_count": THREADS, "logging_level": LOGGING,
-                   "verbose": LOGGING, "silent": LOGGING, "allow_writing_files": files, "train_dir": files},
-            reads={"depth": nullable(integer(1, 16)), "max_depth": nullable(integer(1, 16)),
-                   "iterations": positive_int, "n_estimators": positive_int,
-                   "learning_rate": nullable(number(0.0, None, closed="neither")),
-                   "l2_leaf_reg": non_negative, "bagging_temperature": non_negative,
-                   "leaf_estimation_iterations": positive_int, "border_count": nullable(integer(1, 65535)),
-                   "subsample": nullable(FRACTION_OPEN_LOW), "rsm": nullable(FRACTION_OPEN_LOW)},
+            owned={
+                "random_seed": SEED,
+                "random_state": SEED,
+                "thread_count": THREADS,
+                "logging_level": LOGGING,
+                "verbose": LOGGING,
+                "silent": LOGGING,
+                "allow_writing_files": files,
+                "train_dir": files,
+            },
+            reads={
+                "depth": nullable(integer(1, 16)),
+                "max_depth": nullable(integer(1, 16)),
+                "iterations": positive_int,
+                "n_estimators": positive_int,
+                "learning_rate": nullable(number(0.0, None, closed="neither")),
+                "l2_leaf_reg": non_negative,
+                "bagging_temperature": non_negative,
+                "leaf_estimation_iterations": positive_int,
+                "border_count": nullable(integer(1, 65535)),
+                "subsample": nullable(FRACTION_OPEN_LOW),
+                "rsm": nullable(FRACTION_OPEN_LOW),
+            },
         )
 
     @classmethod
@@ -58,6 +82,8 @@ class CatBoostModel(EstimatorModel):
         if "bagging_temperature" in params:
             params.setdefault("bootstrap_type", "Bayesian")
             if params["bootstrap_type"] != "Bayesian":  # CatBoost would ignore it without a word
-                raise ValueError(f"catboost: bagging_temperature only acts with bootstrap_type Bayesian, "
-                                 f"got bootstrap_type {params['bootstrap_type']!r}")
+                raise ValueError(
+                    f"catboost: bagging_temperature only acts with bootstrap_type Bayesian, "
+                    f"got bootstrap_type {params['bootstrap_type']!r}"
+                )
         return params

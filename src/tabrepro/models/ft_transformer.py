@@ -20,22 +20,24 @@ patience 40 (the Grinsztajn et al. benchmark's settings).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from tabrepro.models.base import CategoricalLayout, TorchModel
-from tabrepro.models.hyperparameters import (DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters,
-                                             integer)
+from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+
+if TYPE_CHECKING:  # torch is imported when a model is built, not when the registry loads
+    import torch
 
 __all__ = ["FTTransformerModel"]
+
 
 def architecture_defaults() -> dict[str, Any]:
     """rtdl's default FT-Transformer (3 blocks); imported here because rtdl imports torch."""
     from rtdl_revisiting_models import FTTransformer
 
-    return {key: value for key, value in FTTransformer.get_default_kwargs(n_blocks=3).items()
-            if key != "_is_default"}
+    return {key: value for key, value in FTTransformer.get_default_kwargs(n_blocks=3).items() if key != "_is_default"}
 
 
 class FTTransformerModel(TorchModel):
@@ -54,21 +56,30 @@ class FTTransformerModel(TorchModel):
 
         return Hyperparameters(
             library=library,
-            owned={"n_cont_features": DATA_SHAPE, "cat_cardinalities": DATA_SHAPE, "d_out": DATA_SHAPE,
-                   "n_tokens": DATA_SHAPE},
-            reads={**TORCH_TRAINING_RULES, "n_blocks": integer(1), "d_block": integer(1),
-                   "attention_n_heads": integer(1), "attention_dropout": DROPOUT, "ffn_dropout": DROPOUT,
-                   "residual_dropout": DROPOUT},
+            owned={
+                "n_cont_features": DATA_SHAPE,
+                "cat_cardinalities": DATA_SHAPE,
+                "d_out": DATA_SHAPE,
+                "n_tokens": DATA_SHAPE,
+            },
+            reads={
+                **TORCH_TRAINING_RULES,
+                "n_blocks": integer(1),
+                "d_block": integer(1),
+                "attention_n_heads": integer(1),
+                "attention_dropout": DROPOUT,
+                "ffn_dropout": DROPOUT,
+                "residual_dropout": DROPOUT,
+            },
         )
+
     TRAINING_DEFAULTS: ClassVar[dict[str, Any]] = {
         **TorchModel.TRAINING_DEFAULTS,
         "lr": 1e-4,
         "weight_decay": 1e-5,
     }
 
-    def _build_network(
-        self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int
-    ) -> torch.nn.Module:
+    def _build_network(self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int) -> torch.nn.Module:
         self._layout = CategoricalLayout.from_groups(self.context.feature_groups, X_train.shape[1])
         kwargs = {**architecture_defaults(), **architecture}
         if "ffn_d_hidden" in architecture and "ffn_d_hidden_multiplier" not in architecture:

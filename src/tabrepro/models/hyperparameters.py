@@ -38,9 +38,24 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Accept", "Rule", "Hyperparameters", "FAMILIES", "MANIFEST_PATH", "accepted", "check_params",
-    "describe_rule", "rule_admits", "integer", "number", "options", "nullable", "boolean",
-    "estimator_library", "dataclass_rules", "build_manifest", "read_manifest",
+    "Accept",
+    "Rule",
+    "Hyperparameters",
+    "FAMILIES",
+    "MANIFEST_PATH",
+    "accepted",
+    "check_params",
+    "describe_rule",
+    "rule_admits",
+    "integer",
+    "number",
+    "options",
+    "nullable",
+    "boolean",
+    "estimator_library",
+    "dataclass_rules",
+    "build_manifest",
+    "read_manifest",
 ]
 
 FAMILIES: tuple[str, ...] = ("classification", "regression")
@@ -114,8 +129,16 @@ class Accept:
         return True
 
     def describe(self) -> str:
-        names = {"int": "an int", "float": "a number", "real_not_int": "a float", "str": "a string",
-                 "bool": "true/false", "null": "null", "sequence": "a list", "any": "anything"}
+        names = {
+            "int": "an int",
+            "float": "a number",
+            "real_not_int": "a float",
+            "str": "a string",
+            "bool": "true/false",
+            "null": "null",
+            "sequence": "a list",
+            "any": "anything",
+        }
         if self.options is not None:
             return "one of " + ", ".join(repr(o) for o in self.options)
         text = names[self.type]
@@ -144,8 +167,13 @@ class Accept:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Accept:
         options = raw.get("options")
-        return cls(raw["type"], None if options is None else tuple(options), raw.get("low"),
-                   raw.get("high"), raw.get("closed", "both"))
+        return cls(
+            raw["type"],
+            None if options is None else tuple(options),
+            raw.get("low"),
+            raw.get("high"),
+            raw.get("closed", "both"),
+        )
 
 
 def _same(value: Any, option: Any) -> bool:
@@ -261,8 +289,11 @@ def _annotation_rule(annotation: Any) -> Rule:
     return ()
 
 
-def dataclass_rules(config_class: type, exclude: Iterable[str] = (),
-                    ranges: Mapping[str, tuple[float | None, float | None, str]] | None = None) -> dict[str, Rule]:
+def dataclass_rules(
+    config_class: type,
+    exclude: Iterable[str] = (),
+    ranges: Mapping[str, tuple[float | None, float | None, str]] | None = None,
+) -> dict[str, Rule]:
     """Rules for a configuration dataclass's fields (NPTConfig, BiSHopConfig): the annotated
     types, with `ranges` (low, high, closed) applied to a field's numeric alternatives."""
     typed = _field_rules(config_class)
@@ -276,8 +307,12 @@ def dataclass_rules(config_class: type, exclude: Iterable[str] = (),
             continue
         if name in ranges:
             low, high, closed = ranges[name]
-            rule = tuple(dataclasses.replace(a, low=low, high=high, closed=closed)
-                         if a.type in ("int", "float") and a.options is None else a for a in rule)
+            rule = tuple(
+                dataclasses.replace(a, low=low, high=high, closed=closed)
+                if a.type in ("int", "float") and a.options is None
+                else a
+                for a in rule
+            )
         rules[name] = rule
     return rules
 
@@ -298,8 +333,11 @@ def _signature_parameters(target: Callable[..., Any]) -> dict[str, inspect.Param
         chain: list[Callable[..., Any]] = [target]
     else:
         package = target.__module__.split(".")[0]
-        chain = [k.__dict__["__init__"] for k in target.__mro__
-                 if "__init__" in k.__dict__ and k.__module__.split(".")[0] == package]
+        chain = [
+            k.__dict__["__init__"]
+            for k in target.__mro__
+            if "__init__" in k.__dict__ and k.__module__.split(".")[0] == package
+        ]
     for function in chain:
         try:
             signature = inspect.signature(function, eval_str=True)
@@ -309,8 +347,11 @@ def _signature_parameters(target: Callable[..., Any]) -> dict[str, inspect.Param
         for name, parameter in signature.parameters.items():
             if parameter.kind is inspect.Parameter.VAR_KEYWORD:
                 forwards = True
-            elif (parameter.kind not in (inspect.Parameter.VAR_POSITIONAL,) and name != "self"
-                  and not name.startswith("_")):
+            elif (
+                parameter.kind not in (inspect.Parameter.VAR_POSITIONAL,)
+                and name != "self"
+                and not name.startswith("_")
+            ):
                 found.setdefault(name, parameter)
         if not forwards:
             break
@@ -364,8 +405,11 @@ def _sklearn_rule(constraints: Sequence[Any]) -> Rule:
             out.extend((Accept("int"), Accept("bool")))
         elif isinstance(constraint, type) and type_name(constraint):
             out.append(Accept(type_name(constraint)))  # type: ignore[arg-type]
-        elif (constraint in ("sparse matrix", "cv_object", "nan", "missing_values") or callable(constraint)
-              or isinstance(constraint, (type, pv.HasMethods, pv.MissingValues))):
+        elif (
+            constraint in ("sparse matrix", "cv_object", "nan", "missing_values")
+            or callable(constraint)
+            or isinstance(constraint, (type, pv.HasMethods, pv.MissingValues))
+        ):
             continue  # nothing a YAML value can be (a callable, an object, a matrix)
         else:
             raise TypeError(f"unknown scikit-learn constraint {constraint!r}; teach _sklearn_rule about it")
@@ -380,8 +424,9 @@ def library_rules(callables: Sequence[Callable[..., Any]]) -> dict[str, Rule]:
         for name, parameter in _signature_parameters(target).items():
             if name in rules:
                 continue
-            rules[name] = (_sklearn_rule(constraints[name]) if name in constraints
-                           else _annotation_rule(parameter.annotation))
+            rules[name] = (
+                _sklearn_rule(constraints[name]) if name in constraints else _annotation_rule(parameter.annotation)
+            )
     return dict(sorted(rules.items()))
 
 
@@ -406,15 +451,16 @@ def build_manifest() -> dict[str, Any]:
         declared = model_class.declared_hyperparameters()
         if declared.library is None:
             continue
-        per_family = {family: {key: [a.to_json() for a in rule]
-                               for key, rule in library_rules(callables).items()}
-                      for family, callables in declared.library().items()}
+        per_family = {
+            family: {key: [a.to_json() for a in rule] for key, rule in library_rules(callables).items()}
+            for family, callables in declared.library().items()
+        }
         if set(per_family) != set(FAMILIES):
             raise ValueError(f"{name}: library() must return {FAMILIES}, got {sorted(per_family)}")
         models[name] = per_family
     return {
         "about": "Generated by `python -m tabrepro.models.hyperparameters --write` from the installed "
-                 "libraries' signatures and scikit-learn's _parameter_constraints; do not edit.",
+        "libraries' signatures and scikit-learn's _parameter_constraints; do not edit.",
         "libraries": _versions(),
         "models": models,
     }
@@ -422,14 +468,20 @@ def build_manifest() -> dict[str, Any]:
 
 def _dump(manifest: Mapping[str, Any]) -> str:
     """JSON with one line per hyperparameter, so that a library update reads as a short diff."""
-    lines = ["{", f' "about": {json.dumps(manifest["about"])},',
-             f' "libraries": {json.dumps(manifest["libraries"], sort_keys=True)},', ' "models": {']
+    lines = [
+        "{",
+        f' "about": {json.dumps(manifest["about"])},',
+        f' "libraries": {json.dumps(manifest["libraries"], sort_keys=True)},',
+        ' "models": {',
+    ]
     models = manifest["models"]
     for i, (model, families) in enumerate(sorted(models.items())):
         lines.append(f"  {json.dumps(model)}: {{")
         for j, (family, rules) in enumerate(sorted(families.items())):
             lines.append(f"   {json.dumps(family)}: {{")
-            entries = [f"    {json.dumps(name)}: {json.dumps(rule, sort_keys=True)}" for name, rule in sorted(rules.items())]
+            entries = [
+                f"    {json.dumps(name)}: {json.dumps(rule, sort_keys=True)}" for name, rule in sorted(rules.items())
+            ]
             lines.append(",\n".join(entries))
             lines.append("   }" + ("," if j < len(families) - 1 else ""))
         lines.append("  }" + ("," if i < len(models) - 1 else ""))
@@ -464,10 +516,11 @@ def accepted(model: str, family: str) -> Accepted:
     if declared.library is not None:
         stored = read_manifest()["models"].get(model)
         if stored is None:
-            raise RuntimeError(f"{MANIFEST_PATH.name} has no entry for model {model!r}: run "
-                               f"`python -m tabrepro.models.hyperparameters --write`")
-        rules = {key: tuple(Accept.from_json(a) for a in alternatives)
-                 for key, alternatives in stored[family].items()}
+            raise RuntimeError(
+                f"{MANIFEST_PATH.name} has no entry for model {model!r}: run "
+                f"`python -m tabrepro.models.hyperparameters --write`"
+            )
+        rules = {key: tuple(Accept.from_json(a) for a in alternatives) for key, alternatives in stored[family].items()}
     for key in declared.owned:
         rules.pop(key, None)
     rules.update(declared.reads)
@@ -489,8 +542,12 @@ class _Failure(Exception):
         self.path, self.message = path, message
 
 
-def check_params(model: str, params: Mapping[str, Any], families: Iterable[str] | None,
-                 did_you_mean: Callable[[str, Iterable[str]], str]) -> tuple[list[Any], str] | None:
+def check_params(
+    model: str,
+    params: Mapping[str, Any],
+    families: Iterable[str] | None,
+    did_you_mean: Callable[[str, Iterable[str]], str],
+) -> tuple[list[Any], str] | None:
     """The first problem of a model's params mapping as (path below it, message), or None.
 
     families: the task families the mapping is used for (every one must accept each value); None
@@ -507,8 +564,9 @@ def check_params(model: str, params: Mapping[str, Any], families: Iterable[str] 
     return None
 
 
-def _check_name(model: str, name: str, used: tuple[str, ...] | None,
-                did_you_mean: Callable[[str, Iterable[str]], str]) -> None:
+def _check_name(
+    model: str, name: str, used: tuple[str, ...] | None, did_you_mean: Callable[[str, Iterable[str]], str]
+) -> None:
     tables = [accepted(model, f) for f in (used or FAMILIES)]
     owned = next((t.owned[name] for t in tables if name in t.owned), None)
     if owned is not None:
@@ -550,12 +608,10 @@ def _verdict(results: list[bool], used: tuple[str, ...] | None) -> bool:
 def _check_value(model: str, name: str, value: Any, used: tuple[str, ...] | None, path: list[Any]) -> None:
     rules = _rules_for(model, name, used)
     if not _verdict([rule_admits(rule, value) for rule in rules], used):
-        raise _Failure(path, f"{value!r} is not accepted by {model}'s {name!r} "
-                             f"(takes {describe_rule(rules[0])})")
+        raise _Failure(path, f"{value!r} is not accepted by {model}'s {name!r} (takes {describe_rule(rules[0])})")
 
 
-def _check_range(model: str, name: str, kind: str, bounds: Any, used: tuple[str, ...] | None,
-                 path: list[Any]) -> None:
+def _check_range(model: str, name: str, kind: str, bounds: Any, used: tuple[str, ...] | None, path: list[Any]) -> None:
     """Every value a range can draw must be accepted: an int range value by value (or inside one
     interval), a continuous range inside one float interval."""
     low, high = bounds
@@ -573,19 +629,29 @@ def _check_range(model: str, name: str, kind: str, bounds: Any, used: tuple[str,
         def ok(rule: Rule) -> bool:
             if low == high:
                 return rule_admits(rule, low)
-            return any(a.type in ("float", "real_not_int", "any") and a.options is None
-                       and a.contains(low, high, lenient_ends=True) for a in rule)
+            return any(
+                a.type in ("float", "real_not_int", "any")
+                and a.options is None
+                and a.contains(low, high, lenient_ends=True)
+                for a in rule
+            )
+
     if not _verdict([ok(rule) for rule in rules], used):
-        raise _Failure(path, f"{kind} range [{bounds[0]}, {bounds[1]}] reaches values {model}'s {name!r} "
-                             f"does not accept (takes {describe_rule(rules[0])})")
+        raise _Failure(
+            path,
+            f"{kind} range [{bounds[0]}, {bounds[1]}] reaches values {model}'s {name!r} "
+            f"does not accept (takes {describe_rule(rules[0])})",
+        )
 
 
 # ------------------------------------------------------------------------------ command line
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tabrepro.models.hyperparameters",
-                                     description="Regenerate or check hyperparameters.json from the installed libraries.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tabrepro.models.hyperparameters",
+        description="Regenerate or check hyperparameters.json from the installed libraries.",
+    )
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", action="store_true", help=f"write {MANIFEST_PATH.name}")
     group.add_argument("--check", action="store_true", help="exit 1 if the committed file differs")

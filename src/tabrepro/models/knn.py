@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from tabrepro.models.base import EstimatorModel
 from tabrepro.models.hyperparameters import THREADS, Hyperparameters, estimator_library
 

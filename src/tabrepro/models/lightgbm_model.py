@@ -13,9 +13,17 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import (
+    FRACTION_OPEN_LOW,
+    LOGGING,
+    SEED,
+    THREADS,
+    Hyperparameters,
+    estimator_library,
+    integer,
+    number,
+)
 from tabrepro.models.library_log import lightgbm_logging
-from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
-                                             estimator_library, integer, number)
 
 
 class LightGBMModel(EstimatorModel):
@@ -27,14 +35,26 @@ class LightGBMModel(EstimatorModel):
         about an unknown one). Ranges: LightGBM's parameter documentation."""
         return Hyperparameters(
             library=estimator_library(cls),
-            owned={"random_state": SEED, "n_jobs": THREADS, "verbosity": LOGGING, "verbose": LOGGING,
-                   "deterministic": "always on, for bit-identical results",
-                   "force_row_wise": "always on, for bit-identical results"},
-            reads={"num_leaves": integer(1, 131072, closed="right"),
-                   "learning_rate": number(0.0, None, closed="neither"), "n_estimators": integer(0),
-                   "subsample": FRACTION_OPEN_LOW, "colsample_bytree": FRACTION_OPEN_LOW,
-                   "min_child_samples": integer(0), "min_child_weight": number(0.0),
-                   "min_split_gain": number(0.0), "reg_alpha": number(0.0), "reg_lambda": number(0.0)},
+            owned={
+                "random_state": SEED,
+                "n_jobs": THREADS,
+                "verbosity": LOGGING,
+                "verbose": LOGGING,
+                "deterministic": "always on, for bit-identical results",
+                "force_row_wise": "always on, for bit-identical results",
+            },
+            reads={
+                "num_leaves": integer(1, 131072, closed="right"),
+                "learning_rate": number(0.0, None, closed="neither"),
+                "n_estimators": integer(0),
+                "subsample": FRACTION_OPEN_LOW,
+                "colsample_bytree": FRACTION_OPEN_LOW,
+                "min_child_samples": integer(0),
+                "min_child_weight": number(0.0),
+                "min_split_gain": number(0.0),
+                "reg_alpha": number(0.0),
+                "reg_lambda": number(0.0),
+            },
         )
 
     @classmethod
@@ -52,8 +72,9 @@ class LightGBMModel(EstimatorModel):
             "force_row_wise": True,
         }
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         with lightgbm_logging():
             super()._fit(X_train, y_train, X_val, y_val)
 

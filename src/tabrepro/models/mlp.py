@@ -54,9 +54,16 @@ class MLPModel(EstimatorModel):
         loop = "training runs one partial_fit per epoch with tabrepro's early stopping (use max_epochs/patience)"
         return Hyperparameters(
             library=estimator_library(cls),
-            owned={"random_state": SEED, "verbose": LOGGING, "shuffle": "always on (a seeded shuffle per epoch)",
-                   "warm_start": loop, "max_iter": loop, "early_stopping": loop, "validation_fraction": loop,
-                   "max_fun": "only used by solver lbfgs, which partial_fit does not support"},
+            owned={
+                "random_state": SEED,
+                "verbose": LOGGING,
+                "shuffle": "always on (a seeded shuffle per epoch)",
+                "warm_start": loop,
+                "max_iter": loop,
+                "early_stopping": loop,
+                "validation_fraction": loop,
+                "max_fun": "only used by solver lbfgs, which partial_fit does not support",
+            },
             reads={"max_epochs": integer(1), "patience": integer(1), "solver": options("adam", "sgd")},
         )
 
@@ -77,8 +84,7 @@ class MLPModel(EstimatorModel):
         # overrides them while fitting (TabularModel._arguments_for_fit).
         self.max_epochs = max_epochs
         self.patience = patience
-        used = [int(params.get(key, value)) for key, value in (("max_epochs", max_epochs),
-                                                                ("patience", patience))]
+        used = [int(params.get(key, value)) for key, value in (("max_epochs", max_epochs), ("patience", patience))]
         if min(used) < 1:
             raise ValueError(f"mlp: max_epochs and patience must be >= 1, got {used[0]}, {used[1]}")
 
@@ -145,9 +151,7 @@ class MLPModel(EstimatorModel):
         params = {k: v for k, v in params.items() if k not in _TRAINING_KEYS}
         if "hidden_layer_sizes" in params:
             sizes = params["hidden_layer_sizes"]
-            params["hidden_layer_sizes"] = (
-                (int(sizes),) if np.isscalar(sizes) else tuple(int(s) for s in sizes)
-            )
+            params["hidden_layer_sizes"] = (int(sizes),) if np.isscalar(sizes) else tuple(int(s) for s in sizes)
         # scikit-learn clips an oversized batch too, but warns on every epoch.
         if isinstance(params.get("batch_size"), (int, np.integer)):
             params["batch_size"] = max(1, min(int(params["batch_size"]), n_train))

@@ -40,13 +40,35 @@ class NPTModel(TabularModel):
         """NPTConfig's fields with their annotated types; ranges as NPTConfig.validate checks them."""
         unit, positive = (0.0, 1.0, "both"), (1, None, "both")
         ranges = {
-            **{name: positive for name in ("embed_dim", "n_layers", "n_heads", "rff_expansion", "max_steps",
-                                           "batch_size", "lookahead_k", "eval_every_epochs",
-                                           "checkpoint_every_steps", "n_cycles")},
+            **{
+                name: positive
+                for name in (
+                    "embed_dim",
+                    "n_layers",
+                    "n_heads",
+                    "rff_expansion",
+                    "max_steps",
+                    "batch_size",
+                    "lookahead_k",
+                    "eval_every_epochs",
+                    "checkpoint_every_steps",
+                    "n_cycles",
+                )
+            },
             **{name: (0.0, 1.0, "left") for name in ("attention_dropout", "hidden_dropout", "embedding_dropout")},
-            **{name: unit for name in ("p_feature", "p_target", "p_randomise", "flat_fraction",
-                                       "warmup_fraction", "feature_loss_weight")},
-            "lookahead_alpha": (0.0, 1.0, "right"), "lr": (0.0, None, "neither"),
+            **{
+                name: unit
+                for name in (
+                    "p_feature",
+                    "p_target",
+                    "p_randomise",
+                    "flat_fraction",
+                    "warmup_fraction",
+                    "feature_loss_weight",
+                )
+            },
+            "lookahead_alpha": (0.0, 1.0, "right"),
+            "lr": (0.0, None, "neither"),
         }
         return Hyperparameters(owned={"seed": SEED}, reads=dataclass_rules(NPTConfig, exclude={"seed"}, ranges=ranges))
 
@@ -59,8 +81,9 @@ class NPTModel(TabularModel):
             values["lamb_betas"] = tuple(values["lamb_betas"])
         return NPTConfig.from_dict(values)
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         import torch  # lazily: the registry (and every Snakemake start) need not load torch
 
         from tabrepro.npt.estimator import NPTEstimator
@@ -79,25 +102,35 @@ class NPTModel(TabularModel):
 
         def progress(step: int, record: dict[str, float]) -> None:
             if step % report_every == 0 or step == config.max_steps:
-                log.info("npt step %d/%d loss %.4f target %.4f lr %.2e", step, config.max_steps,
-                         record["loss"], record.get("target_loss", float("nan")), record.get("lr", 0.0))
+                log.info(
+                    "npt step %d/%d loss %.4f target %.4f lr %.2e",
+                    step,
+                    config.max_steps,
+                    record["loss"],
+                    record.get("target_loss", float("nan")),
+                    record.get("lr", 0.0),
+                )
 
         previous_threads = torch.get_num_threads()
         torch.set_num_threads(self.n_jobs)
         try:
-            self._estimator.fit(X_train, y_train, X_val, y_val, attributes=groups, X_test=X_test,
-                                progress=progress)
+            self._estimator.fit(X_train, y_train, X_val, y_val, attributes=groups, X_test=X_test, progress=progress)
         finally:
             torch.set_num_threads(previous_threads)
         result = self._estimator.fit_result_
         assert result is not None
         if result.resumed_from is not None:
             log.info("npt resumed from step %d (state file in %s)", result.resumed_from, work_dir)
-        self.fit_info_.update({
-            "steps": result.steps, "best_step": result.best_step,
-            "best_val_loss": result.best_val_loss, "resumed_from": result.resumed_from,
-            "diverged": result.diverged, "device": str(self._estimator.trainer_.device),
-        })
+        self.fit_info_.update(
+            {
+                "steps": result.steps,
+                "best_step": result.best_step,
+                "best_val_loss": result.best_val_loss,
+                "resumed_from": result.resumed_from,
+                "diverged": result.diverged,
+                "device": str(self._estimator.trainer_.device),
+            }
+        )
 
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         return self._estimator.predict_proba(X)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from tabrepro.models.base import EstimatorModel
 from tabrepro.models.hyperparameters import LOGGING, SEED, THREADS, Hyperparameters, estimator_library, options
 
@@ -25,9 +26,11 @@ class RandomForestModel(EstimatorModel):
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:
-        return Hyperparameters(library=estimator_library(cls),
-                               owned={"random_state": SEED, "n_jobs": THREADS, "verbose": LOGGING},
-                               translates={"max_features": options("all")})
+        return Hyperparameters(
+            library=estimator_library(cls),
+            owned={"random_state": SEED, "n_jobs": THREADS, "verbose": LOGGING},
+            translates={"max_features": options("all")},
+        )
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:

@@ -15,12 +15,15 @@ at most 300 epochs, patience 40).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from tabrepro.models.base import TorchModel
 from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+
+if TYPE_CHECKING:  # torch is imported when a model is built, not when the registry loads
+    import torch
 
 __all__ = ["ResNetModel"]
 
@@ -47,10 +50,17 @@ class ResNetModel(TorchModel):
             return {family: (ResNet,) for family in ("classification", "regression")}
 
         return Hyperparameters(
-            library=library, owned={"d_in": DATA_SHAPE, "d_out": DATA_SHAPE},
-            reads={**TORCH_TRAINING_RULES, "n_blocks": integer(1), "d_block": integer(1),
-                   "dropout1": DROPOUT, "dropout2": DROPOUT},
+            library=library,
+            owned={"d_in": DATA_SHAPE, "d_out": DATA_SHAPE},
+            reads={
+                **TORCH_TRAINING_RULES,
+                "n_blocks": integer(1),
+                "d_block": integer(1),
+                "dropout1": DROPOUT,
+                "dropout2": DROPOUT,
+            },
         )
+
     TRAINING_DEFAULTS: ClassVar[dict[str, Any]] = {
         **TorchModel.TRAINING_DEFAULTS,
         "lr": 1e-3,
@@ -58,9 +68,7 @@ class ResNetModel(TorchModel):
         "lr_scheduler": True,
     }
 
-    def _build_network(
-        self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int
-    ) -> torch.nn.Module:
+    def _build_network(self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int) -> torch.nn.Module:
         kwargs = {**ARCHITECTURE_DEFAULTS, **architecture}
         if "d_hidden" not in kwargs:
             kwargs.setdefault("d_hidden_multiplier", 2.0)

@@ -50,8 +50,7 @@ import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.models.base import CategoricalLayout, TabularModel, save_state_dict, torch_session
-from tabrepro.models.hyperparameters import (DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number,
-                                             options)
+from tabrepro.models.hyperparameters import DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number, options
 
 __all__ = ["TabNetModel"]
 
@@ -101,8 +100,7 @@ def _library() -> SimpleNamespace:
         def __call__(self, y_true: np.ndarray, y_score: np.ndarray) -> float:
             return float(np.mean((np.asarray(y_score, np.float64) - y_true) ** 2))
 
-    return SimpleNamespace(classifier=TabNetClassifier, regressor=TabNetRegressor,
-                           nll=MonitoredNLL, mse=MonitoredMSE)
+    return SimpleNamespace(classifier=TabNetClassifier, regressor=TabNetRegressor, nll=MonitoredNLL, mse=MonitoredMSE)
 
 
 def _ghost_batch_size(batch_size: int, virtual: int) -> int:
@@ -128,15 +126,34 @@ class TabNetModel(TabularModel):
         wrapper = "set by the wrapper (use lr, weight_decay, scheduler_step_size, scheduler_gamma)"
         return Hyperparameters(
             library=lambda: {"classification": (_library().classifier,), "regression": (_library().regressor,)},
-            owned={"seed": SEED, "verbose": LOGGING, "device_name": "CUDA when present, else CPU",
-                   "cat_idxs": DATA_SHAPE, "cat_dims": DATA_SHAPE, "input_dim": DATA_SHAPE, "output_dim": DATA_SHAPE,
-                   "optimizer_fn": wrapper, "optimizer_params": wrapper, "scheduler_fn": wrapper,
-                   "scheduler_params": wrapper},
-            reads={"batch_size": integer(1), "virtual_batch_size": integer(1), "max_epochs": integer(1),
-                   "patience": integer(1), "lr": number(0.0, None, closed="neither"), "weight_decay": number(0.0),
-                   "scheduler_step_size": integer(1), "scheduler_gamma": number(0.0, None, closed="neither"),
-                   "cat_encoding": options(*CAT_ENCODINGS), "mask_type": options("sparsemax", "entmax"),
-                   "n_d": integer(1), "n_a": integer(1), "n_steps": integer(1)},
+            owned={
+                "seed": SEED,
+                "verbose": LOGGING,
+                "device_name": "CUDA when present, else CPU",
+                "cat_idxs": DATA_SHAPE,
+                "cat_dims": DATA_SHAPE,
+                "input_dim": DATA_SHAPE,
+                "output_dim": DATA_SHAPE,
+                "optimizer_fn": wrapper,
+                "optimizer_params": wrapper,
+                "scheduler_fn": wrapper,
+                "scheduler_params": wrapper,
+            },
+            reads={
+                "batch_size": integer(1),
+                "virtual_batch_size": integer(1),
+                "max_epochs": integer(1),
+                "patience": integer(1),
+                "lr": number(0.0, None, closed="neither"),
+                "weight_decay": number(0.0),
+                "scheduler_step_size": integer(1),
+                "scheduler_gamma": number(0.0, None, closed="neither"),
+                "cat_encoding": options(*CAT_ENCODINGS),
+                "mask_type": options("sparsemax", "entmax"),
+                "n_d": integer(1),
+                "n_a": integer(1),
+                "n_steps": integer(1),
+            },
         )
 
     def _settings(self) -> tuple[dict[str, Any], dict[str, Any], str, dict[str, Any]]:
@@ -151,9 +168,7 @@ class TabNetModel(TabularModel):
             if fit[key] < 1:
                 raise ValueError(f"tabnet: {key} must be >= 1, got {fit[key]}")
         schedule = {
-            key: merged.pop(f"scheduler_{key}")
-            for key in ("step_size", "gamma")
-            if f"scheduler_{key}" in merged
+            key: merged.pop(f"scheduler_{key}") for key in ("step_size", "gamma") if f"scheduler_{key}" in merged
         }
         if schedule and len(schedule) != 2:
             raise ValueError("tabnet: give scheduler_step_size and scheduler_gamma together")
@@ -161,8 +176,9 @@ class TabNetModel(TabularModel):
             merged.setdefault("n_a", merged["n_d"])
         return fit, schedule, encoding, merged
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         fit, schedule, encoding, constructor = self._settings()
         groups = self.context.feature_groups if encoding == "embedding" else None
         self._layout = CategoricalLayout.from_groups(groups, X_train.shape[1])

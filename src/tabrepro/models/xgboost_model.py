@@ -12,9 +12,18 @@ from typing import Any
 import numpy as np
 
 from tabrepro.models.base import EstimatorModel
+from tabrepro.models.hyperparameters import (
+    FRACTION_OPEN_LOW,
+    LOGGING,
+    SEED,
+    THREADS,
+    Hyperparameters,
+    estimator_library,
+    integer,
+    nullable,
+    number,
+)
 from tabrepro.models.library_log import relayed_warnings
-from tabrepro.models.hyperparameters import (LOGGING, SEED, THREADS, FRACTION_OPEN_LOW, Hyperparameters,
-                                             estimator_library, integer, nullable, number)
 
 
 class XGBoostModel(EstimatorModel):
@@ -29,11 +38,20 @@ class XGBoostModel(EstimatorModel):
         return Hyperparameters(
             library=estimator_library(cls),
             owned={"random_state": SEED, "n_jobs": THREADS, "verbosity": LOGGING},
-            reads={"max_depth": nullable(integer(0)), "learning_rate": nullable(number(0.0, 1.0)),
-                   "subsample": nullable(FRACTION_OPEN_LOW), "colsample_bytree": nullable(FRACTION_OPEN_LOW),
-                   "colsample_bylevel": nullable(FRACTION_OPEN_LOW), "colsample_bynode": nullable(FRACTION_OPEN_LOW),
-                   "min_child_weight": non_negative, "gamma": non_negative, "max_delta_step": non_negative,
-                   "reg_alpha": non_negative, "reg_lambda": non_negative, "n_estimators": nullable(integer(1))},
+            reads={
+                "max_depth": nullable(integer(0)),
+                "learning_rate": nullable(number(0.0, 1.0)),
+                "subsample": nullable(FRACTION_OPEN_LOW),
+                "colsample_bytree": nullable(FRACTION_OPEN_LOW),
+                "colsample_bylevel": nullable(FRACTION_OPEN_LOW),
+                "colsample_bynode": nullable(FRACTION_OPEN_LOW),
+                "min_child_weight": non_negative,
+                "gamma": non_negative,
+                "max_delta_step": non_negative,
+                "reg_alpha": non_negative,
+                "reg_lambda": non_negative,
+                "n_estimators": nullable(integer(1)),
+            },
         )
 
     @classmethod
@@ -46,8 +64,9 @@ class XGBoostModel(EstimatorModel):
         # Warning level: an ignored parameter is reported (once, in the job's log; library_log).
         return {"random_state": self.seed, "n_jobs": self.n_jobs, "verbosity": 1}
 
-    def _fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-             y_val: np.ndarray | None) -> None:
+    def _fit(
+        self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
+    ) -> None:
         with relayed_warnings("xgboost"):
             super()._fit(X_train, y_train, X_val, y_val)
 

@@ -9,9 +9,17 @@ from importlib import import_module
 from typing import Any
 
 _HOMES = {
-    "Attribute": "config", "NPTConfig": "config", "categorical": "config", "continuous": "config",
-    "TEST": "masking", "TRAIN": "masking", "VAL": "masking", "NPTTable": "masking",
-    "NPTModel": "model", "FitResult": "trainer", "NPTTrainer": "trainer",
+    "Attribute": "config",
+    "NPTConfig": "config",
+    "categorical": "config",
+    "continuous": "config",
+    "TEST": "masking",
+    "TRAIN": "masking",
+    "VAL": "masking",
+    "NPTTable": "masking",
+    "NPTModel": "model",
+    "FitResult": "trainer",
+    "NPTTrainer": "trainer",
 }
 __all__ = list(_HOMES)
 

@@ -37,16 +37,34 @@ __all__ = ["CASES", "run_case", "main"]
 
 CASES: dict[str, dict[str, Any]] = {
     "breast_cancer": {
-        "n_rows": 569, "n_features": 30, "target": "binary",
-        "config": {"embed_dim": 32, "n_layers": 8, "n_heads": 8, "lr": 5e-4,
-                   "flat_fraction": 0.5, "batch_size": None, "p_target": 1.0,
-                   "max_steps": 2000},
+        "n_rows": 569,
+        "n_features": 30,
+        "target": "binary",
+        "config": {
+            "embed_dim": 32,
+            "n_layers": 8,
+            "n_heads": 8,
+            "lr": 5e-4,
+            "flat_fraction": 0.5,
+            "batch_size": None,
+            "p_target": 1.0,
+            "max_steps": 2000,
+        },
     },
     "protein": {
-        "n_rows": 2048, "n_features": 9, "target": "continuous",
-        "config": {"embed_dim": 128, "n_layers": 8, "n_heads": 8, "lr": 1e-3,
-                   "flat_fraction": 0.7, "batch_size": None, "p_target": 0.15,
-                   "max_steps": 400_000},
+        "n_rows": 2048,
+        "n_features": 9,
+        "target": "continuous",
+        "config": {
+            "embed_dim": 128,
+            "n_layers": 8,
+            "n_heads": 8,
+            "lr": 1e-3,
+            "flat_fraction": 0.7,
+            "batch_size": None,
+            "p_target": 0.15,
+            "max_steps": 400_000,
+        },
     },
 }
 
@@ -63,12 +81,19 @@ def _random_table(case: dict[str, Any], seed: int = 0) -> NPTTable:
     roles = torch.full((n,), TRAIN)
     order = torch.randperm(n, generator=generator)
     roles[order[: int(0.1 * n)]] = VAL
-    roles[order[int(0.1 * n): int(0.3 * n)]] = TEST
+    roles[order[int(0.1 * n) : int(0.3 * n)]] = TEST
     return NPTTable(attributes, values, roles)
 
 
-def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
-             bf16: bool = False, threads: int | None = None, onednn: bool = True) -> dict[str, Any]:
+def run_case(
+    name: str,
+    steps: int = 3,
+    warmup: int = 1,
+    device: str = "auto",
+    bf16: bool = False,
+    threads: int | None = None,
+    onednn: bool = True,
+) -> dict[str, Any]:
     """Time `steps` training steps of case `name` after `warmup` steps; returns the figures."""
     if threads is not None:
         torch.set_num_threads(threads)
@@ -96,23 +121,34 @@ def run_case(name: str, steps: int = 3, warmup: int = 1, device: str = "auto",
     n_params = sum(p.numel() for p in trainer.model.parameters())  # type: ignore[union-attr]
     median = statistics.median(times)
     return {
-        "case": name, "device": str(dev), "threads": torch.get_num_threads(),
-        "rows": table.n_rows, "attributes": len(table.attributes),
-        "embed_dim": config.embed_dim, "parameters": n_params,
-        "step_s_median": median, "step_s_min": min(times), "steps_timed": steps,
-        "gflop_per_step": flops / 1e9, "gflops_per_s": flops / 1e9 / median,
-        "peak_memory_mib": peak_bytes / 2**20, "memory_kind": memory_kind,
-        "bf16_autocast": bf16, "onednn_linear": onednn and dev.type == "cpu",
+        "case": name,
+        "device": str(dev),
+        "threads": torch.get_num_threads(),
+        "rows": table.n_rows,
+        "attributes": len(table.attributes),
+        "embed_dim": config.embed_dim,
+        "parameters": n_params,
+        "step_s_median": median,
+        "step_s_min": min(times),
+        "steps_timed": steps,
+        "gflop_per_step": flops / 1e9,
+        "gflops_per_s": flops / 1e9 / median,
+        "peak_memory_mib": peak_bytes / 2**20,
+        "memory_kind": memory_kind,
+        "bf16_autocast": bf16,
+        "onednn_linear": onednn and dev.type == "cpu",
     }
 
 
 def _format(result: dict[str, Any]) -> str:
-    return (f"{result['case']:>14} | {result['device']:>6} x{result['threads']:<2} | "
-            f"{result['rows']:>5} rows x {result['attributes']:>2} attrs, e={result['embed_dim']:<3} "
-            f"({result['parameters'] / 1e6:.1f} M params) | "
-            f"{result['step_s_median']:.3f} s/step (min {result['step_s_min']:.3f}) | "
-            f"{result['gflop_per_step']:.1f} GFLOP/step, {result['gflops_per_s']:.1f} GFLOP/s | "
-            f"{result['peak_memory_mib']:.0f} MiB {result['memory_kind']}")
+    return (
+        f"{result['case']:>14} | {result['device']:>6} x{result['threads']:<2} | "
+        f"{result['rows']:>5} rows x {result['attributes']:>2} attrs, e={result['embed_dim']:<3} "
+        f"({result['parameters'] / 1e6:.1f} M params) | "
+        f"{result['step_s_median']:.3f} s/step (min {result['step_s_min']:.3f}) | "
+        f"{result['gflop_per_step']:.1f} GFLOP/step, {result['gflops_per_s']:.1f} GFLOP/s | "
+        f"{result['peak_memory_mib']:.0f} MiB {result['memory_kind']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,13 +160,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--no-onednn", action="store_true", help="plain F.linear on CPU")
-    parser.add_argument("--in-process", action="store_true",
-                        help="run cases in this process (CPU peak memory then accumulates)")
+    parser.add_argument(
+        "--in-process", action="store_true", help="run cases in this process (CPU peak memory then accumulates)"
+    )
     args = parser.parse_args(argv)
-    kwargs = {"steps": args.steps, "warmup": args.warmup, "device": args.device,
-              "bf16": args.bf16, "threads": args.threads, "onednn": not args.no_onednn}
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} default CPU threads, "
-          f"CUDA available: {torch.cuda.is_available()}")
+    kwargs = {
+        "steps": args.steps,
+        "warmup": args.warmup,
+        "device": args.device,
+        "bf16": args.bf16,
+        "threads": args.threads,
+        "onednn": not args.no_onednn,
+    }
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} default CPU threads, "
+        f"CUDA available: {torch.cuda.is_available()}"
+    )
     for name in args.cases:
         if args.in_process:
             result = run_case(name, **kwargs)

@@ -165,8 +165,16 @@ class NPTConfig(ConfigDictMixin):
             raise ValueError("n_layers, embed_dim and n_heads must be positive")
         if self.embed_dim % self.n_heads:
             raise ValueError(f"embed_dim {self.embed_dim} is not divisible by n_heads {self.n_heads}")
-        for name in ("attention_dropout", "hidden_dropout", "embedding_dropout", "p_feature",
-                     "p_target", "p_randomise", "flat_fraction", "warmup_fraction"):
+        for name in (
+            "attention_dropout",
+            "hidden_dropout",
+            "embedding_dropout",
+            "p_feature",
+            "p_target",
+            "p_randomise",
+            "flat_fraction",
+            "warmup_fraction",
+        ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")
@@ -202,8 +210,7 @@ class NPTConfig(ConfigDictMixin):
     @classmethod
     def small(cls, **overrides: Any) -> Self:
         """NPT-Small (App. C.1.2): e = 128, flat 50 %, full batch, p_target 1."""
-        settings: dict[str, Any] = {"embed_dim": 128, "flat_fraction": 0.5, "batch_size": None,
-                                    "p_target": 1.0}
+        settings: dict[str, Any] = {"embed_dim": 128, "flat_fraction": 0.5, "batch_size": None, "p_target": 1.0}
         settings.update(overrides)
         return cls(**settings)
 

@@ -64,7 +64,7 @@ def decode_features(X: np.ndarray, groups: Sequence[ColumnGroup]) -> np.ndarray:
     codes = np.empty((X.shape[0], len(groups)), dtype=np.float64)
     start = 0
     for j, (kind, width) in enumerate(groups):
-        block = X[:, start:start + width]
+        block = X[:, start : start + width]
         start += width
         if kind == "continuous" or width == 1:
             codes[:, j] = block[:, 0]
@@ -93,8 +93,9 @@ class TaskEstimator:
 
     config_class: ClassVar[type]  # the default config is config_class()
 
-    def __init__(self, task: Task, config: Any = None, *, n_classes: int | None = None,
-                 checkpoint_dir: str | Path | None = None):
+    def __init__(
+        self, task: Task, config: Any = None, *, n_classes: int | None = None, checkpoint_dir: str | Path | None = None
+    ):
         if task not in ("classification", "regression"):
             raise ValueError(f"unknown task {task!r}")
         if task == "regression" and n_classes is not None:
@@ -140,8 +141,14 @@ class NPTEstimator(TaskEstimator):
     trainer_: NPTTrainer | None
     fit_result_: FitResult | None
 
-    def __init__(self, task: Task, config: NPTConfig | None = None, *,
-                 n_classes: int | None = None, checkpoint_dir: str | Path | None = None):
+    def __init__(
+        self,
+        task: Task,
+        config: NPTConfig | None = None,
+        *,
+        n_classes: int | None = None,
+        checkpoint_dir: str | Path | None = None,
+    ):
         super().__init__(task, config, n_classes=n_classes, checkpoint_dir=checkpoint_dir)
         self._attributes: tuple[Attribute, ...] = ()
         # (train codes, train targets, validation codes, validation targets): NPT's context rows
@@ -164,10 +171,17 @@ class NPTEstimator(TaskEstimator):
             raise ValueError(f"{name} contains non-finite values")
         return y
 
-    def fit(self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None,
-            y_val: np.ndarray | None, *, attributes: Sequence[ColumnGroup],
-            X_test: np.ndarray | None = None,
-            progress: Callable[[int, dict[str, float]], None] | None = None) -> Self:
+    def fit(
+        self,
+        X_train: np.ndarray,
+        y_train: np.ndarray,
+        X_val: np.ndarray | None,
+        y_val: np.ndarray | None,
+        *,
+        attributes: Sequence[ColumnGroup],
+        X_test: np.ndarray | None = None,
+        progress: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> Self:
         """Train; validation rows drive model selection, X_test rows join the input (targets
         hidden) when the config is semi-supervised. `progress(step, losses)` runs after each step."""
         groups = [(str(kind), int(width)) for kind, width in attributes]
@@ -199,15 +213,17 @@ class NPTEstimator(TaskEstimator):
         assert self._context is not None
         train_codes, y_train, val_codes, y_val = self._context
         y_test = np.full(test_codes.shape[0], np.nan)
-        values = np.concatenate([
-            np.column_stack([train_codes, y_train]),
-            np.column_stack([val_codes, y_val]),
-            np.column_stack([test_codes, y_test]),
-        ])
-        roles = np.concatenate([np.full(len(train_codes), TRAIN), np.full(len(val_codes), VAL),
-                                np.full(len(test_codes), TEST)])
-        return NPTTable(self._attributes, torch.as_tensor(values, dtype=torch.float32),
-                        torch.as_tensor(roles))
+        values = np.concatenate(
+            [
+                np.column_stack([train_codes, y_train]),
+                np.column_stack([val_codes, y_val]),
+                np.column_stack([test_codes, y_test]),
+            ]
+        )
+        roles = np.concatenate(
+            [np.full(len(train_codes), TRAIN), np.full(len(val_codes), VAL), np.full(len(test_codes), TEST)]
+        )
+        return NPTTable(self._attributes, torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(roles))
 
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._groups is None:

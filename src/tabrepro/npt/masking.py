@@ -22,8 +22,18 @@ from torch import Tensor
 from tabrepro.npt.config import Attribute, NPTConfig
 
 __all__ = [
-    "TRAIN", "VAL", "TEST", "NPTTable", "MaskDraw", "LossTerms", "draw_masks", "batch_plan",
-    "entry_losses", "npt_loss", "feature_loss_weight", "target_loss",
+    "TRAIN",
+    "VAL",
+    "TEST",
+    "NPTTable",
+    "MaskDraw",
+    "LossTerms",
+    "draw_masks",
+    "batch_plan",
+    "entry_losses",
+    "npt_loss",
+    "feature_loss_weight",
+    "target_loss",
 ]
 
 TRAIN, VAL, TEST = 0, 1, 2
@@ -37,8 +47,7 @@ class NPTTable:
     are never scored. Built once; the tensors it exposes are never written to.
     """
 
-    def __init__(self, attributes: Sequence[Attribute], values: Tensor, split: Tensor,
-                 missing: Tensor | None = None):
+    def __init__(self, attributes: Sequence[Attribute], values: Tensor, split: Tensor, missing: Tensor | None = None):
         attributes = tuple(attributes)
         values = torch.as_tensor(values, dtype=torch.float32)
         split = torch.as_tensor(split, dtype=torch.int64).reshape(-1)
@@ -61,8 +70,9 @@ class NPTTable:
             if attribute.is_categorical:
                 column = observed_values[:, j]
                 if bool(((column != column.round()) | (column < 0) | (column >= attribute.n_classes)).any()):
-                    raise ValueError(f"attribute {j} ({attribute.name!r}) needs class indices "
-                                     f"in [0, {attribute.n_classes})")
+                    raise ValueError(
+                        f"attribute {j} ({attribute.name!r}) needs class indices in [0, {attribute.n_classes})"
+                    )
 
         hidden = is_missing.clone()
         hidden[:, -1] |= split != TRAIN  # validation/test targets: masked, always
@@ -137,8 +147,7 @@ class NPTTable:
         digest = hashlib.sha256()
         digest.update(repr(self._attributes).encode())
         val = self._split == VAL
-        for tensor in (self._inputs, self._input_missing, self._split,
-                       torch.where(val, self._labels, 0.0)):
+        for tensor in (self._inputs, self._input_missing, self._split, torch.where(val, self._labels, 0.0)):
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()
 
@@ -193,12 +202,18 @@ def draw_masks(table: NPTTable, config: NPTConfig, generator: torch.Generator) -
     values = torch.where(mask, 0.0, values)
     feature_selected = selected.clone()
     feature_selected[:, -1] = False
-    return MaskDraw(values=values, mask=mask, target_selected=selected[:, -1],
-                    feature_selected=feature_selected, randomised=randomised)
+    return MaskDraw(
+        values=values,
+        mask=mask,
+        target_selected=selected[:, -1],
+        feature_selected=feature_selected,
+        randomised=randomised,
+    )
 
 
-def batch_plan(table: NPTTable, rows: Tensor, batch_size: int | None, generator: torch.Generator,
-               stratify: bool = False) -> list[Tensor]:
+def batch_plan(
+    table: NPTTable, rows: Tensor, batch_size: int | None, generator: torch.Generator, stratify: bool = False
+) -> list[Tensor]:
     """Split `rows` into minibatches that each keep the TRAIN/VAL/TEST proportions.
 
     Each role's rows are shuffled and dealt round-robin to the batches, so batch sizes differ by at
@@ -212,8 +227,7 @@ def batch_plan(table: NPTTable, rows: Tensor, batch_size: int | None, generator:
     roles = table.split[rows]
     for role in (TRAIN, VAL, TEST):
         members = rows[roles == role]
-        order = members[torch.randperm(members.numel(), generator=generator, device=generator.device)
-                        .to(table.device)]
+        order = members[torch.randperm(members.numel(), generator=generator, device=generator.device).to(table.device)]
         if stratify and role == TRAIN and table.attributes[-1].is_categorical:
             classes = table.inputs[order, -1]
             order = order[torch.argsort(classes, stable=True)]
@@ -222,8 +236,9 @@ def batch_plan(table: NPTTable, rows: Tensor, batch_size: int | None, generator:
     return [torch.cat(p) for p in parts]
 
 
-def entry_losses(outputs: Sequence[Tensor], truth: Tensor, attributes: Sequence[Attribute],
-                 columns: Sequence[int] | None = None) -> Tensor:
+def entry_losses(
+    outputs: Sequence[Tensor], truth: Tensor, attributes: Sequence[Attribute], columns: Sequence[int] | None = None
+) -> Tensor:
     """(b, len(columns)) per-entry losses: cross-entropy, or squared error on standardised values.
 
     Computed for every row (not just selected ones) and later multiplied by a 0/1 selection: that
@@ -249,8 +264,14 @@ class LossTerms:
     n_feature: Tensor
 
 
-def npt_loss(outputs: Sequence[Tensor], truth: Tensor, target_selected: Tensor,
-             feature_selected: Tensor, attributes: Sequence[Attribute], lam: float) -> LossTerms:
+def npt_loss(
+    outputs: Sequence[Tensor],
+    truth: Tensor,
+    target_selected: Tensor,
+    feature_selected: Tensor,
+    attributes: Sequence[Attribute],
+    lam: float,
+) -> LossTerms:
     """L = (1 - lambda) L_targets + lambda L_features, each term divided by its own entry count.
 
     `truth` are the true codes of the batch rows taken from `NPTTable.inputs`, so it holds no
@@ -270,8 +291,7 @@ def npt_loss(outputs: Sequence[Tensor], truth: Tensor, target_selected: Tensor,
         n_feature = feature_selected[:, : d - 1].sum().to(t_weight.dtype)
         feature = torch.zeros((), device=truth.device)
     total = (1.0 - lam) * target + lam * feature
-    return LossTerms(total=total, target=target, feature=feature, n_target=n_target,
-                     n_feature=n_feature)
+    return LossTerms(total=total, target=target, feature=feature, n_target=n_target, n_feature=n_feature)
 
 
 def target_loss(target_outputs: Tensor, labels: Tensor, attribute: Attribute) -> Tensor:

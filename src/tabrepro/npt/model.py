@@ -30,8 +30,18 @@ from torch import Tensor, nn
 
 from tabrepro.npt.config import Attribute, NPTConfig
 
-__all__ = ["NPTModel", "AttentionBlock", "Linear", "attention", "batched_matmul", "encode_values",
-           "dropout", "dropout_mask", "keep_mask", "DropoutGeneratorMixin"]
+__all__ = [
+    "NPTModel",
+    "AttentionBlock",
+    "Linear",
+    "attention",
+    "batched_matmul",
+    "encode_values",
+    "dropout",
+    "dropout_mask",
+    "keep_mask",
+    "DropoutGeneratorMixin",
+]
 
 
 class DropoutSource:
@@ -63,8 +73,7 @@ class DropoutGeneratorMixin:
 _RANDOM_BITS = 16  # resolution of dropout probabilities: multiples of 2**-16
 
 
-def keep_mask(shape: Sequence[int], p: float, source: DropoutSource | None,
-              device: torch.device) -> Tensor:
+def keep_mask(shape: Sequence[int], p: float, source: DropoutSource | None, device: torch.device) -> Tensor:
     """Boolean keep-mask: True with probability 1 - p.
 
     Draws 64 random bits per four entries (int64 `random_` viewed as int16) instead of one float
@@ -139,8 +148,7 @@ def _gemm_ready(matrix: Tensor) -> Tensor:
 
 def _onednn_matmul_t(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T (+ bias) through oneDNN, for 2-D operands."""
-    return torch.ops.mkldnn._linear_pointwise(_gemm_ready(x), _gemm_ready(weight), bias,
-                                              "none", [], "")
+    return torch.ops.mkldnn._linear_pointwise(_gemm_ready(x), _gemm_ready(weight), bias, "none", [], "")
 
 
 class _OneDNNLinearFunction(torch.autograd.Function):
@@ -178,8 +186,7 @@ class Linear(nn.Linear):
     `NPTConfig.onednn_linear` is set; everything else takes the ordinary F.linear path.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 onednn: bool = False):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, onednn: bool = False):
         super().__init__(in_features, out_features, bias=bias)
         self.onednn = onednn and _ONEDNN_LINEAR
 
@@ -189,8 +196,14 @@ class Linear(nn.Linear):
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None, onednn: bool) -> Tensor:
     """F.linear, through oneDNN when asked and applicable (fp32 CPU tensors, no autocast)."""
-    if (onednn and _ONEDNN_LINEAR and x.device.type == "cpu" and x.dtype == torch.float32
-            and weight.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")):
+    if (
+        onednn
+        and _ONEDNN_LINEAR
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and weight.dtype == torch.float32
+        and not torch.is_autocast_enabled("cpu")
+    ):
         return _OneDNNLinearFunction.apply(x, weight, bias)
     return F.linear(x, weight, bias)
 
@@ -207,9 +220,15 @@ def batched_matmul(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
     """
     lead = a.shape[:-2]
     count = math.prod(lead)
-    if (onednn and _ONEDNN_LINEAR and a.device.type == "cpu" and a.dtype == torch.float32
-            and b.dtype == torch.float32 and count <= _MAX_ONEDNN_MATRICES
-            and not torch.is_autocast_enabled("cpu")):
+    if (
+        onednn
+        and _ONEDNN_LINEAR
+        and a.device.type == "cpu"
+        and a.dtype == torch.float32
+        and b.dtype == torch.float32
+        and count <= _MAX_ONEDNN_MATRICES
+        and not torch.is_autocast_enabled("cpu")
+    ):
         a3 = a.reshape(count, *a.shape[-2:])
         b3 = b.reshape(count, *b.shape[-2:])
         out = torch.stack([_onednn_matmul_t(a3[i], b3[i].t()) for i in range(count)])
@@ -226,8 +245,7 @@ class _DropoutAttention(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, keep: Tensor, p: float,
-                onednn: bool) -> Tensor:
+    def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, keep: Tensor, p: float, onednn: bool) -> Tensor:
         dtype = q.dtype
         scores = batched_matmul(q, k.transpose(-2, -1), onednn)
         weights = torch.softmax(scores, dim=-1).to(dtype)
@@ -255,8 +273,9 @@ class _DropoutAttention(torch.autograd.Function):
         return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), None, None, None
 
 
-def attention(q: Tensor, k: Tensor, v: Tensor, scale: float, p_dropout: float,
-              source: DropoutSource | None, onednn: bool = False) -> Tensor:
+def attention(
+    q: Tensor, k: Tensor, v: Tensor, scale: float, p_dropout: float, source: DropoutSource | None, onednn: bool = False
+) -> Tensor:
     """Scaled dot-product attention over (..., L, head_dim); dropout on the weights if p > 0.
 
     Without dropout (evaluation) this is `F.scaled_dot_product_attention`. With dropout the
@@ -322,8 +341,7 @@ class AttentionBlock(nn.Module):
         else:  # authors' code: keys and values from the un-normalised input
             w, b = self.qkv.weight, self.qkv.bias
             fast = self.qkv.onednn
-            qkv = torch.cat([linear(normed, w[:width], b[:width], fast),
-                             linear(h, w[width:], b[width:], fast)], dim=-1)
+            qkv = torch.cat([linear(normed, w[:width], b[:width], fast), linear(h, w[width:], b[width:], fast)], dim=-1)
         heads = qkv.view(batch, length, 3, self.n_heads, width // self.n_heads)
         q, k, v = heads.permute(2, 0, 3, 1, 4).unbind(0)  # each (B, heads, L, head_dim)
         p_dropout = self.p_attention if self.training else 0.0

@@ -43,18 +43,31 @@ class Lamb(Optimizer):
 
     CHUNK = 1 << 18  # elements per chunk on CPU (1 MiB per fp32 tensor; a few of them fit in L3)
 
-    def __init__(self, params: Iterable[Tensor] | Iterable[dict[str, Any]], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
-                 weight_decay: float = 0.0, max_trust: float = 10.0, bias_correction: bool = True,
-                 implementation: str = "auto"):
+    def __init__(
+        self,
+        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        max_trust: float = 10.0,
+        bias_correction: bool = True,
+        implementation: str = "auto",
+    ):
         if lr < 0 or eps < 0 or weight_decay < 0:
             raise ValueError("lr, eps and weight_decay must be non-negative")
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"betas must lie in [0, 1), got {betas}")
         if implementation not in ("auto", "foreach", "chunked"):
             raise ValueError(f"unknown implementation {implementation!r}")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "max_trust": max_trust, "bias_correction": bias_correction}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "max_trust": max_trust,
+            "bias_correction": bias_correction,
+        }
         super().__init__(params, defaults)
         self.implementation = implementation
 
@@ -88,9 +101,15 @@ class Lamb(Optimizer):
             else:
                 c1 = c2 = 1.0
             # r = m_hat / (sqrt(v_hat) + eps) = scale * m / (sqrt(v) + eps * sqrt(c2))
-            hyper = {"beta1": beta1, "beta2": beta2, "eps": group["eps"] * math.sqrt(c2),
-                     "scale": math.sqrt(c2) / c1, "lr": group["lr"],
-                     "weight_decay": group["weight_decay"], "max_trust": group["max_trust"]}
+            hyper = {
+                "beta1": beta1,
+                "beta2": beta2,
+                "eps": group["eps"] * math.sqrt(c2),
+                "scale": math.sqrt(c2) / c1,
+                "lr": group["lr"],
+                "weight_decay": group["weight_decay"],
+                "max_trust": group["max_trust"],
+            }
             implementation = self.implementation
             if implementation == "auto":
                 implementation = "chunked" if params[0].device.type == "cpu" else "foreach"
@@ -104,12 +123,22 @@ class Lamb(Optimizer):
     def _trust(weight_norm: Tensor, update_norm: Tensor, max_trust: float) -> Tensor:
         """phi(||x||) / ||r||, and 1 where either norm is zero (fresh zero-initialised tensors)."""
         ok = (weight_norm > 0) & (update_norm > 0)
-        return torch.where(ok, weight_norm.clamp(max=max_trust) / update_norm,
-                           torch.ones_like(weight_norm))
+        return torch.where(ok, weight_norm.clamp(max=max_trust) / update_norm, torch.ones_like(weight_norm))
 
-    def _foreach_update(self, params: list[Tensor], exp_avgs: list[Tensor],
-                        exp_avg_sqs: list[Tensor], *, beta1: float, beta2: float, eps: float,
-                        scale: float, lr: float, weight_decay: float, max_trust: float) -> None:
+    def _foreach_update(
+        self,
+        params: list[Tensor],
+        exp_avgs: list[Tensor],
+        exp_avg_sqs: list[Tensor],
+        *,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        scale: float,
+        lr: float,
+        weight_decay: float,
+        max_trust: float,
+    ) -> None:
         grads = [p.grad for p in params]
         torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
         torch._foreach_mul_(exp_avg_sqs, beta2)
@@ -128,9 +157,20 @@ class Lamb(Optimizer):
         torch._foreach_mul_(updates, list(factors.unbind(0)))
         torch._foreach_add_(params, updates)
 
-    def _chunked_update(self, params: list[Tensor], exp_avgs: list[Tensor],
-                        exp_avg_sqs: list[Tensor], *, beta1: float, beta2: float, eps: float,
-                        scale: float, lr: float, weight_decay: float, max_trust: float) -> None:
+    def _chunked_update(
+        self,
+        params: list[Tensor],
+        exp_avgs: list[Tensor],
+        exp_avg_sqs: list[Tensor],
+        *,
+        beta1: float,
+        beta2: float,
+        eps: float,
+        scale: float,
+        lr: float,
+        weight_decay: float,
+        max_trust: float,
+    ) -> None:
         chunk = self.CHUNK
         largest = max(min(p.numel(), chunk) for p in params)
         buffer = torch.empty(largest, dtype=params[0].dtype, device=params[0].device)
@@ -162,8 +202,7 @@ class Lamb(Optimizer):
             for start in range(0, n, chunk):
                 stop = min(start + chunk, n)
                 p_chunk = flat_p[start:stop]
-                r = direction(p_chunk, flat_m[start:stop], flat_v[start:stop],
-                              buffer[: stop - start])
+                r = direction(p_chunk, flat_m[start:stop], flat_v[start:stop], buffer[: stop - start])
                 p_chunk.add_(r, alpha=-lr * trust)
 
 
@@ -201,8 +240,13 @@ class Lookahead:
             torch._foreach_copy_(fast, self.slow_weights)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"inner": self.optimizer.state_dict(), "slow_weights": list(self.slow_weights),
-                "inner_steps": self.inner_steps, "alpha": self.alpha, "k": self.k}
+        return {
+            "inner": self.optimizer.state_dict(),
+            "slow_weights": list(self.slow_weights),
+            "inner_steps": self.inner_steps,
+            "alpha": self.alpha,
+            "k": self.k,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state["k"] != self.k or state["alpha"] != self.alpha:
@@ -228,9 +272,18 @@ class LRSchedule:
 
     KINDS = ("flat_cosine", "cosine_cyclic", "polynomial", "constant")
 
-    def __init__(self, kind: str, base_lr: float, total_steps: int, *, flat_fraction: float = 0.7,
-                 n_cycles: int = 2, min_lr: float = 1e-7, warmup_fraction: float = 0.01,
-                 poly_power: float = 1.0):
+    def __init__(
+        self,
+        kind: str,
+        base_lr: float,
+        total_steps: int,
+        *,
+        flat_fraction: float = 0.7,
+        n_cycles: int = 2,
+        min_lr: float = 1e-7,
+        warmup_fraction: float = 0.01,
+        poly_power: float = 1.0,
+    ):
         if kind not in self.KINDS:
             raise ValueError(f"unknown LR schedule {kind!r}; expected one of {self.KINDS}")
         if total_steps < 1:
@@ -246,10 +299,16 @@ class LRSchedule:
 
     @classmethod
     def from_config(cls, config: NPTConfig) -> LRSchedule:
-        return cls(config.lr_schedule, config.lr, config.max_steps,
-                   flat_fraction=config.flat_fraction, n_cycles=config.n_cycles,
-                   min_lr=config.min_lr, warmup_fraction=config.warmup_fraction,
-                   poly_power=config.poly_power)
+        return cls(
+            config.lr_schedule,
+            config.lr,
+            config.max_steps,
+            flat_fraction=config.flat_fraction,
+            n_cycles=config.n_cycles,
+            min_lr=config.min_lr,
+            warmup_fraction=config.warmup_fraction,
+            poly_power=config.poly_power,
+        )
 
     def __call__(self, step: int) -> float:
         total, base = self.total_steps, self.base_lr
@@ -305,6 +364,7 @@ def clip_gradients(parameters: Iterable[Tensor], mode: str, threshold: float) ->
 
 def build_optimizer(model: nn.Module, config: NPTConfig) -> Lookahead:
     """LAMB(beta, eps from the config) wrapped in Lookahead(alpha, k), as in App. C.1.1."""
-    inner = Lamb(model.parameters(), lr=config.lr, betas=config.lamb_betas, eps=config.lamb_eps,
-                 weight_decay=config.weight_decay)
+    inner = Lamb(
+        model.parameters(), lr=config.lr, betas=config.lamb_betas, eps=config.lamb_eps, weight_decay=config.weight_decay
+    )
     return Lookahead(inner, alpha=config.lookahead_alpha, k=config.lookahead_k)

@@ -29,15 +29,33 @@ import torch
 from torch import Tensor
 
 from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, Attribute, NPTConfig
-from tabrepro.npt.masking import (TEST, TRAIN, VAL, MaskDraw, NPTTable, batch_plan, draw_masks,
-                                  feature_loss_weight, npt_loss, target_loss)
+from tabrepro.npt.masking import (
+    TEST,
+    TRAIN,
+    VAL,
+    MaskDraw,
+    NPTTable,
+    batch_plan,
+    draw_masks,
+    feature_loss_weight,
+    npt_loss,
+    target_loss,
+)
 from tabrepro.npt.model import NPTModel
 from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.seeding import derive_seed
+
 # atomic_save and resolve_device lived here first; other modules still import them from here.
-from tabrepro.torch_utils import (StateFileMixin, atomic_save, bf16_autocast, clone_state,
-                                  deterministic_algorithms, load_weights_into, resolve_device,
-                                  to_device)
+from tabrepro.torch_utils import (
+    StateFileMixin,
+    atomic_save,
+    bf16_autocast,
+    clone_state,
+    deterministic_algorithms,
+    load_weights_into,
+    resolve_device,
+    to_device,
+)
 
 __all__ = ["NPTTrainer", "FitResult", "resolve_device", "STATE_FILE", "BEST_WEIGHTS_FILE"]
 
@@ -76,8 +94,13 @@ class NPTTrainer(StateFileMixin):
     checkpoint_format = _CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
 
-    def __init__(self, attributes: list[Attribute] | tuple[Attribute, ...], config: NPTConfig,
-                 *, checkpoint_dir: str | Path | None = None):
+    def __init__(
+        self,
+        attributes: list[Attribute] | tuple[Attribute, ...],
+        config: NPTConfig,
+        *,
+        checkpoint_dir: str | Path | None = None,
+    ):
         self.attributes = tuple(attributes)
         self.config = config
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
@@ -122,8 +145,7 @@ class NPTTrainer(StateFileMixin):
         train_rows = self.table.rows(TRAIN)
         if train_rows.numel() == 0:
             raise ValueError("NPT needs at least one training row")
-        self._train_rows = (torch.arange(self.table.n_rows, device=self.device)
-                            if cfg.semi_supervised else train_rows)
+        self._train_rows = torch.arange(self.table.n_rows, device=self.device) if cfg.semi_supervised else train_rows
         n_input = self._train_rows.numel()
         self.steps_per_epoch = 1 if cfg.batch_size is None else -(-n_input // cfg.batch_size)
         self.model = self.build_model()
@@ -146,8 +168,9 @@ class NPTTrainer(StateFileMixin):
         if self._plan is None or self._plan.epoch != epoch:
             assert self.table is not None and self._train_rows is not None
             generator = self._generator(self._seed("epoch", epoch))
-            batches = batch_plan(self.table, self._train_rows, self.config.batch_size, generator,
-                                 stratify=self.config.stratify_batches)
+            batches = batch_plan(
+                self.table, self._train_rows, self.config.batch_size, generator, stratify=self.config.stratify_batches
+            )
             masks = draw_masks(self.table, self.config, generator)
             self._plan = _EpochPlan(epoch, batches, masks)
         return self._plan
@@ -166,8 +189,14 @@ class NPTTrainer(StateFileMixin):
         self.model.train()
         with bf16_autocast(self.device, cfg.bf16_autocast):
             outputs = self.model.forward_codes(plan.masks.values[rows], plan.masks.mask[rows])
-        terms = npt_loss(outputs, self.table.inputs[rows], plan.masks.target_selected[rows],
-                         plan.masks.feature_selected[rows], self.attributes, lam)
+        terms = npt_loss(
+            outputs,
+            self.table.inputs[rows],
+            plan.masks.target_selected[rows],
+            plan.masks.feature_selected[rows],
+            self.attributes,
+            lam,
+        )
         self.optimizer.zero_grad(set_to_none=True)
         if not bool(torch.isfinite(terms.total)):
             self.diverged = True
@@ -176,17 +205,22 @@ class NPTTrainer(StateFileMixin):
         grad_norm = clip_gradients(self.model.parameters(), cfg.grad_clip, cfg.grad_clip_threshold)
         self.optimizer.step()
         self.step += 1
-        record = {"step": float(self.step), "loss": _scalar(terms.total),
-                  "target_loss": _scalar(terms.target), "feature_loss": _scalar(terms.feature),
-                  "n_target": _scalar(terms.n_target), "n_feature": _scalar(terms.n_feature),
-                  "lr": lr, "lambda": lam,
-                  "grad_norm": float("nan") if grad_norm is None else _scalar(grad_norm)}
+        record = {
+            "step": float(self.step),
+            "loss": _scalar(terms.total),
+            "target_loss": _scalar(terms.target),
+            "feature_loss": _scalar(terms.feature),
+            "n_target": _scalar(terms.n_target),
+            "n_feature": _scalar(terms.n_feature),
+            "lr": lr,
+            "lambda": lam,
+            "grad_norm": float("nan") if grad_norm is None else _scalar(grad_norm),
+        }
         self.history.append(record)
         return record
 
     @torch.no_grad()
-    def target_outputs(self, table: NPTTable | None = None,
-                       batches: list[Tensor] | None = None) -> Tensor:
+    def target_outputs(self, table: NPTTable | None = None, batches: list[Tensor] | None = None) -> Tensor:
         """Target-attribute outputs (logits or value) for every row, all non-train targets masked."""
         assert self.model is not None
         if table is None:
@@ -228,8 +262,9 @@ class NPTTrainer(StateFileMixin):
         interval = self.config.eval_every_epochs * self.steps_per_epoch
         return step % interval == 0 or step == self.config.max_steps
 
-    def fit(self, table: NPTTable, *, resume: bool = True,
-            callback: Callable[[int, dict[str, float]], None] | None = None) -> FitResult:
+    def fit(
+        self, table: NPTTable, *, resume: bool = True, callback: Callable[[int, dict[str, float]], None] | None = None
+    ) -> FitResult:
         """Train for `max_steps` steps (resuming from the state file if there is one).
 
         `callback(step, record)` runs after each step, after that step's checkpoint was written;
@@ -246,17 +281,23 @@ class NPTTrainer(StateFileMixin):
                 if self._is_eval_step(self.step):
                     self._validate()
                 every = cfg.checkpoint_every_steps
-                if (every and self.checkpoint_dir is not None and self.step % every == 0
-                        and self.step < cfg.max_steps):
+                if every and self.checkpoint_dir is not None and self.step % every == 0 and self.step < cfg.max_steps:
                     self.save_checkpoint()
                 if callback is not None:
                     callback(self.step, record)
             self._finish()
             test_loss = self.split_loss(self.target_outputs(), TEST)
-        return FitResult(steps=self.step, best_step=self.best_step, best_val_loss=self.best_loss,
-                         history=list(self.history), val_history=list(self.val_history),
-                         diverged=self.diverged, resumed_from=resumed_from,
-                         checkpoint_dir=self.checkpoint_dir, test_loss=test_loss)
+        return FitResult(
+            steps=self.step,
+            best_step=self.best_step,
+            best_val_loss=self.best_loss,
+            history=list(self.history),
+            val_history=list(self.val_history),
+            diverged=self.diverged,
+            resumed_from=resumed_from,
+            checkpoint_dir=self.checkpoint_dir,
+            test_loss=test_loss,
+        )
 
     def _finish(self) -> None:
         """Load the selected weights; persist the final state and the best weights."""
@@ -269,8 +310,7 @@ class NPTTrainer(StateFileMixin):
         self.model.load_state_dict(self.best_weights)
         self.model.eval()
         if self.checkpoint_dir is not None:
-            atomic_save({k: v.cpu() for k, v in self.best_weights.items()},
-                        self.checkpoint_dir / BEST_WEIGHTS_FILE)
+            atomic_save({k: v.cpu() for k, v in self.best_weights.items()}, self.checkpoint_dir / BEST_WEIGHTS_FILE)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -308,8 +348,7 @@ class NPTTrainer(StateFileMixin):
         self.step = int(state["step"])
         best = state["best"]
         self.best_loss, self.best_step = best["loss"], int(best["step"])
-        self.best_weights = (None if best["weights"] is None
-                             else to_device(best["weights"], self.device))
+        self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
         self.history = list(state["history"])
         self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
         self.diverged = bool(state["diverged"])
@@ -325,4 +364,3 @@ class NPTTrainer(StateFileMixin):
 
 def _scalar(value: Tensor) -> float:
     return float(value.detach())
-

@@ -22,10 +22,20 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
-    "save", "bar_chart_by_dataset", "paper_vs_ours_scatter", "mean_rank_plot",
-    "critical_difference", "critical_difference_diagram", "corruption_chart",
-    "deletion_histogram", "attention_grid", "lookup_rmse_bars", "knn_curves",
-    "intervention_plot", "cost_chart", "sparsity_curves",
+    "save",
+    "bar_chart_by_dataset",
+    "paper_vs_ours_scatter",
+    "mean_rank_plot",
+    "critical_difference",
+    "critical_difference_diagram",
+    "corruption_chart",
+    "deletion_histogram",
+    "attention_grid",
+    "lookup_rmse_bars",
+    "knn_curves",
+    "intervention_plot",
+    "cost_chart",
+    "sparsity_curves",
 ]
 
 OURS = "#1f77b4"
@@ -66,15 +76,15 @@ def _num(value: Any) -> float:
 
 
 # ---------------------------------------------------------------------------- result tables
-def bar_chart_by_dataset(rows: Sequence[Mapping[str, Any]], path: Path, title: str,
-                         metric: str) -> Path:
+def bar_chart_by_dataset(rows: Sequence[Mapping[str, Any]], path: Path, title: str, metric: str) -> Path:
     """One panel per dataset: our mean ± SE per method (bars), the paper's value (diamonds).
 
     rows: dicts with dataset, method, ours_mean, ours_se, paper_value, paper_se.
     """
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    figure, axes = _grid(len(datasets), 3, 4.6, 0.45 * max(
-        [sum(1 for r in rows if r["dataset"] == d) for d in datasets] or [1]) + 1.4)
+    figure, axes = _grid(
+        len(datasets), 3, 4.6, 0.45 * max([sum(1 for r in rows if r["dataset"] == d) for d in datasets] or [1]) + 1.4
+    )
     for axis, dataset in zip(axes, datasets):
         chosen = [r for r in rows if r["dataset"] == dataset]
         y = np.arange(len(chosen))
@@ -83,11 +93,18 @@ def bar_chart_by_dataset(rows: Sequence[Mapping[str, Any]], path: Path, title: s
         paper = np.array([_num(r.get("paper_value")) for r in chosen])
         paper_se = np.nan_to_num(np.array([_num(r.get("paper_se")) for r in chosen]))
         finite = np.isfinite(ours)
-        axis.barh(y[finite], ours[finite], xerr=ours_se[finite], color=OURS, alpha=0.8,
-                  capsize=3, label="ours (± SE)")
+        axis.barh(y[finite], ours[finite], xerr=ours_se[finite], color=OURS, alpha=0.8, capsize=3, label="ours (± SE)")
         has_paper = np.isfinite(paper)
-        axis.errorbar(paper[has_paper], y[has_paper], xerr=paper_se[has_paper], fmt="D",
-                      color=PAPER, capsize=3, markersize=5, label="paper")
+        axis.errorbar(
+            paper[has_paper],
+            y[has_paper],
+            xerr=paper_se[has_paper],
+            fmt="D",
+            color=PAPER,
+            capsize=3,
+            markersize=5,
+            label="paper",
+        )
         axis.set_yticks(y, [r["method"] for r in chosen])
         axis.invert_yaxis()
         values = np.concatenate([ours[finite], paper[has_paper]])
@@ -96,12 +113,14 @@ def bar_chart_by_dataset(rows: Sequence[Mapping[str, Any]], path: Path, title: s
             pad = 0.15 * (high - low) + 1e-9 * max(abs(high), 1.0)
             # Close positive values (accuracy 94-97 %) get a zoomed axis; others start at 0.
             zoom = low > 0 and (high - low) < 0.5 * high
-            axis.set_xlim(low - pad - float(ours_se.max(initial=0)) if zoom else min(0.0, low - pad),
-                          high + pad + float(ours_se.max(initial=0)))
+            axis.set_xlim(
+                low - pad - float(ours_se.max(initial=0)) if zoom else min(0.0, low - pad),
+                high + pad + float(ours_se.max(initial=0)),
+            )
         axis.set_title(dataset, fontsize=10)
         axis.set_xlabel(metric)
         axis.grid(axis="x", alpha=0.3)
-    for axis in axes[len(datasets):]:
+    for axis in axes[len(datasets) :]:
         axis.set_visible(False)
     if datasets:
         axes[0].legend(fontsize=8, loc="best")
@@ -125,15 +144,16 @@ def paper_vs_ours_scatter(rows: Sequence[Mapping[str, Any]], path: Path) -> Path
             pad = 0.05 * (high - low) + 1e-9 * max(abs(high), 1.0)
             axis.plot([low - pad, high + pad], [low - pad, high + pad], "--", color="grey", lw=1)
             for xi, yi, r in zip(x, y, chosen):
-                axis.annotate(f"{r['method']}", (xi, yi), fontsize=6, alpha=0.7,
-                              xytext=(3, 3), textcoords="offset points")
+                axis.annotate(
+                    f"{r['method']}", (xi, yi), fontsize=6, alpha=0.7, xytext=(3, 3), textcoords="offset points"
+                )
         else:
             axis.text(0.5, 0.5, "no pairs yet", ha="center", va="center", transform=axis.transAxes)
         axis.set_title(metric, fontsize=10)
         axis.set_xlabel("paper")
         axis.set_ylabel("ours")
         axis.grid(alpha=0.3)
-    for axis in axes[len(metrics):]:
+    for axis in axes[len(metrics) :]:
         axis.set_visible(False)
     figure.suptitle("Paper vs ours (every cell with both numbers)", fontsize=11)
     return save(figure, path)
@@ -145,9 +165,14 @@ def mean_rank_plot(ranks: Sequence[Mapping[str, Any]], path: Path, title: str) -
     figure = Figure(figsize=(6.0, 0.4 * max(len(ordered), 1) + 1.3))
     axis = figure.add_subplot(1, 1, 1)
     y = np.arange(len(ordered))
-    axis.barh(y, [r["mean_rank"] for r in ordered],
-              xerr=[0.0 if r.get("se") is None else r["se"] for r in ordered],
-              color=OURS, alpha=0.8, capsize=3)
+    axis.barh(
+        y,
+        [r["mean_rank"] for r in ordered],
+        xerr=[0.0 if r.get("se") is None else r["se"] for r in ordered],
+        color=OURS,
+        alpha=0.8,
+        capsize=3,
+    )
     axis.set_yticks(y, [r["method"] for r in ordered])
     axis.invert_yaxis()
     axis.set_xlabel("mean rank (1 = best)")
@@ -174,9 +199,16 @@ def critical_difference(n_methods: int, n_blocks: int, alpha: float = 0.05) -> f
     return q * math.sqrt(n_methods * (n_methods + 1) / (6.0 * n_blocks))
 
 
-def critical_difference_diagram(avg_ranks: Mapping[str, float], n_blocks: int, path: Path,
-                                title: str, alpha: float = 0.05, *, claims: bool = True,
-                                note: str | None = None) -> Path:
+def critical_difference_diagram(
+    avg_ranks: Mapping[str, float],
+    n_blocks: int,
+    path: Path,
+    title: str,
+    alpha: float = 0.05,
+    *,
+    claims: bool = True,
+    note: str | None = None,
+) -> Path:
     """Demšar's diagram: methods on a rank axis; a bar joins methods whose mean ranks differ by
     less than the Nemenyi critical difference (not significantly different).
 
@@ -203,20 +235,30 @@ def critical_difference_diagram(avg_ranks: Mapping[str, float], n_blocks: int, p
         side = "left" if i < half else "right"
         end = low - 0.4 if side == "left" else high + 0.4
         axis.plot([rank, rank, end], [0, level, level], color="black", lw=0.8)
-        axis.text(end + (-0.05 if side == "left" else 0.05), level, f"{method} ({rank:.2f})",
-                  ha="right" if side == "left" else "left", va="center", fontsize=8)
+        axis.text(
+            end + (-0.05 if side == "left" else 0.05),
+            level,
+            f"{method} ({rank:.2f})",
+            ha="right" if side == "left" else "left",
+            va="center",
+            fontsize=8,
+        )
     cd_colour, clique_colour = (PAPER, "grey") if claims else ("#c8c8c8", "#e0e0e0")
     if math.isfinite(cd):
         start = low
         axis.plot([start, start + cd], [1.4, 1.4], color=cd_colour, lw=2)
         label = f"CD = {cd:.2f} (Nemenyi, α = {alpha})" + ("" if claims else ", not a claim")
-        axis.text(start + cd / 2, 1.6, label, ha="center", fontsize=8,
-                  color=PAPER if claims else "#8a8a8a")
+        axis.text(start + cd / 2, 1.6, label, ha="center", fontsize=8, color=PAPER if claims else "#8a8a8a")
         level = -0.35
         for clique in _cliques([avg_ranks[m] for m in methods], cd):
             a, b = clique
-            axis.plot([avg_ranks[methods[a]] - 0.03, avg_ranks[methods[b]] + 0.03], [level, level],
-                      color=clique_colour, lw=3, solid_capstyle="round")
+            axis.plot(
+                [avg_ranks[methods[a]] - 0.03, avg_ranks[methods[b]] + 0.03],
+                [level, level],
+                color=clique_colour,
+                lw=3,
+                solid_capstyle="round",
+            )
             level -= 0.25
     axis.set_axis_off()
     axis.set_title(f"{title} (N = {n_blocks})", fontsize=10)
@@ -242,8 +284,9 @@ def cost_chart(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Pat
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     models = list(dict.fromkeys(r["method"] for r in rows))
     figure = Figure(figsize=(10.0, 0.35 * max(len(models), 1) * max(len(datasets), 1) + 1.5))
-    for index, (key, label) in enumerate((("wall_time_s", "wall time per fold (s, log)"),
-                                          ("peak_memory_mb", "peak memory (MB)"))):
+    for index, (key, label) in enumerate(
+        (("wall_time_s", "wall time per fold (s, log)"), ("peak_memory_mb", "peak memory (MB)"))
+    ):
         axis = figure.add_subplot(1, 2, index + 1)
         labels, values = [], []
         for dataset in datasets:
@@ -272,31 +315,47 @@ def corruption_chart(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     figure, axes = _grid(len(rows), 4, 3.0, 3.2)
     for axis, row in zip(axes, rows):
         clean, corrupt = row["clean"], row["corrupted"]
-        axis.bar([0, 1], [clean, corrupt], yerr=[row.get("clean_se") or 0.0, row.get("corrupted_se") or 0.0],
-                 color=[OURS, PAPER], alpha=0.8, capsize=3)
+        axis.bar(
+            [0, 1],
+            [clean, corrupt],
+            yerr=[row.get("clean_se") or 0.0, row.get("corrupted_se") or 0.0],
+            color=[OURS, PAPER],
+            alpha=0.8,
+            capsize=3,
+        )
         axis.set_xticks([0, 1], ["clean", "corrupted"])
         axis.set_title(f"{row['dataset']}\nΔ = {row['delta_text']}", fontsize=9)
         axis.set_ylabel(row["metric"])
         axis.grid(axis="y", alpha=0.3)
-    for axis in axes[len(rows):]:
+    for axis in axes[len(rows) :]:
         axis.set_visible(False)
     figure.suptitle("Corrupting the other datapoints (Alg. 1)", fontsize=11, y=1.06)
     return save(figure, path)
 
 
-def deletion_histogram(kept: Sequence[float], deleted: Sequence[float], random: Sequence[float],
-                       path: Path, title: str) -> Path:
+def deletion_histogram(
+    kept: Sequence[float], deleted: Sequence[float], random: Sequence[float], path: Path, title: str
+) -> Path:
     """Per test row: mean feature-space distance of kept, deleted and random-deleted rows."""
     figure = Figure(figsize=(6.4, 3.8))
     axis = figure.add_subplot(1, 1, 1)
     series = [("kept", kept, OURS), ("deleted", deleted, PAPER), ("random", random, "#7f7f7f")]
-    values = np.concatenate([np.asarray(v, float) for _, v, _ in series if len(v)]) if any(
-        len(v) for _, v, _ in series) else np.array([0.0, 1.0])
+    values = (
+        np.concatenate([np.asarray(v, float) for _, v, _ in series if len(v)])
+        if any(len(v) for _, v, _ in series)
+        else np.array([0.0, 1.0])
+    )
     bins = np.linspace(float(values.min()), float(values.max()) + 1e-9, 21)
     for label, data, color in series:
         if len(data):
-            axis.hist(np.asarray(data, float), bins=bins, histtype="step", lw=2, color=color,
-                      label=f"{label} (mean {np.mean(data):.2f})")
+            axis.hist(
+                np.asarray(data, float),
+                bins=bins,
+                histtype="step",
+                lw=2,
+                color=color,
+                label=f"{label} (mean {np.mean(data):.2f})",
+            )
     axis.set_xlabel("mean distance to the test row (feature space)")
     axis.set_ylabel("test rows")
     axis.legend(fontsize=8)
@@ -304,8 +363,7 @@ def deletion_histogram(kept: Sequence[float], deleted: Sequence[float], random: 
     return save(figure, path)
 
 
-def attention_grid(maps: Sequence[np.ndarray], path: Path, title: str,
-                   boundaries: Sequence[int] = ()) -> Path:
+def attention_grid(maps: Sequence[np.ndarray], path: Path, title: str, boundaries: Sequence[int] = ()) -> Path:
     """Rows = ABD layers, columns = heads; each panel an (n x n) attention map.
 
     Rows and columns are in the caller's order (by distance to the reference row, which is
@@ -333,8 +391,7 @@ def attention_grid(maps: Sequence[np.ndarray], path: Path, title: str,
     return save(figure, path)
 
 
-def attention_profile(maps: Sequence[np.ndarray], distances: np.ndarray, path: Path,
-                      title: str) -> Path:
+def attention_profile(maps: Sequence[np.ndarray], distances: np.ndarray, path: Path, title: str) -> Path:
     """The reference row's attention weights against the distance of each row, per layer."""
     figure, axes = _grid(len(maps), 4, 3.2, 2.8)
     for layer, (axis, heads) in enumerate(zip(axes, maps)):
@@ -344,14 +401,15 @@ def attention_profile(maps: Sequence[np.ndarray], distances: np.ndarray, path: P
         axis.set_xlabel("distance to reference row")
         axis.set_ylabel("attention weight")
         axis.grid(alpha=0.3)
-    for axis in axes[len(maps):]:
+    for axis in axes[len(maps) :]:
         axis.set_visible(False)
     figure.suptitle(title, fontsize=10)
     return save(figure, path)
 
 
-def lookup_rmse_bars(variants: Mapping[str, Mapping[str, Any]], paper: Mapping[tuple[str, str], float],
-                     path: Path, unit: str) -> Path:
+def lookup_rmse_bars(
+    variants: Mapping[str, Mapping[str, Any]], paper: Mapping[tuple[str, str], float], path: Path, unit: str
+) -> Path:
     """Table 3: RMSE of NPT, 1-NN and k-NN per variant; the paper's values as diamonds."""
     names = list(variants)
     methods = ["NPT", "1-NN", "k-NN"]
@@ -361,11 +419,16 @@ def lookup_rmse_bars(variants: Mapping[str, Mapping[str, Any]], paper: Mapping[t
     colors = [OURS, "#2ca02c", "#9467bd"]
     for i, method in enumerate(methods):
         x = np.arange(len(names)) + (i - 1) * width
-        axis.bar(x, [variants[v]["rmse"][method] for v in names], width, color=colors[i],
-                 alpha=0.85, label=f"{method} (ours)")
+        axis.bar(
+            x,
+            [variants[v]["rmse"][method] for v in names],
+            width,
+            color=colors[i],
+            alpha=0.85,
+            label=f"{method} (ours)",
+        )
         paper_values = [paper.get((v, method), float("nan")) for v in names]
-        axis.plot(x, paper_values, "D", color=PAPER, markersize=5,
-                  label="paper" if i == 0 else None)
+        axis.plot(x, paper_values, "D", color=PAPER, markersize=5, label="paper" if i == 0 else None)
     axis.set_xticks(np.arange(len(names)), [v.replace("_", " ") for v in names], fontsize=8)
     axis.set_ylabel(f"test RMSE ({unit})")
     axis.set_title("Lookup task (Table 3): NPT vs nearest neighbours", fontsize=10)
@@ -380,8 +443,7 @@ def knn_curves(variants: Mapping[str, Mapping[str, Any]], path: Path, unit: str)
     for axis, (name, result) in zip(axes, variants.items()):
         curve = result["knn"]["test_rmse_by_k"]
         ks = sorted(int(k) for k in curve)
-        axis.plot(ks, [curve[k] if k in curve else curve[str(k)] for k in ks], "o-", color="#9467bd",
-                  label="k-NN")
+        axis.plot(ks, [curve[k] if k in curve else curve[str(k)] for k in ks], "o-", color="#9467bd", label="k-NN")
         axis.axhline(result["rmse"]["NPT"], color=OURS, label="NPT")
         axis.set_title(name.replace("_", " "), fontsize=9)
         axis.set_xlabel("k")
@@ -390,7 +452,7 @@ def knn_curves(variants: Mapping[str, Mapping[str, Any]], path: Path, unit: str)
         axis.grid(alpha=0.3)
     if variants:
         axes[0].legend(fontsize=7)
-    for axis in axes[len(variants):]:
+    for axis in axes[len(variants) :]:
         axis.set_visible(False)
     return save(figure, path)
 
@@ -401,8 +463,14 @@ def intervention_plot(variants: Mapping[str, Mapping[str, Any]], path: Path, add
     for axis, (name, result) in zip(axes, variants.items()):
         shift = add if "add_one" in name else 0.0
         for run in result["interventions"]:
-            axis.plot(run["duplicate_values"], run["predictions"], "o-", markersize=3, lw=1,
-                      label=f"row {run['row']} (slope {run['slope']:.2f})")
+            axis.plot(
+                run["duplicate_values"],
+                run["predictions"],
+                "o-",
+                markersize=3,
+                lw=1,
+                label=f"row {run['row']} (slope {run['slope']:.2f})",
+            )
         values = result["interventions"][0]["duplicate_values"] if result["interventions"] else [0, 1]
         axis.plot(values, [v - shift for v in values], "--", color="grey", lw=1, label="ideal")
         axis.set_title(name.replace("_", " "), fontsize=9)
@@ -410,14 +478,15 @@ def intervention_plot(variants: Mapping[str, Mapping[str, Any]], path: Path, add
         axis.set_ylabel("NPT prediction for original")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=6)
-    for axis in axes[len(variants):]:
+    for axis in axes[len(variants) :]:
         axis.set_visible(False)
     figure.suptitle("Interventions: the prediction follows the duplicate", fontsize=10, y=1.04)
     return save(figure, path)
 
 
-def sparsity_curves(rows: Sequence[Mapping[str, Any]], path: Path, metric: str,
-                    orders: Sequence[tuple[str, str]], title: str) -> Path:
+def sparsity_curves(
+    rows: Sequence[Mapping[str, Any]], path: Path, metric: str, orders: Sequence[tuple[str, str]], title: str
+) -> Path:
     """BiSHop Fig. 4.1 (right): mean test metric against the % of features removed, one panel
     per removal order, one line per model (band: ± SE over datasets where there are several).
 
@@ -431,8 +500,9 @@ def sparsity_curves(rows: Sequence[Mapping[str, Any]], path: Path, metric: str,
     values = values[np.isfinite(values)]
     for axis, (order, label) in zip(axes, orders):
         for index, model in enumerate(models):
-            chosen = sorted((r for r in rows if r["model"] == model and r["order"] == order),
-                            key=lambda r: r["fraction"])
+            chosen = sorted(
+                (r for r in rows if r["model"] == model and r["order"] == order), key=lambda r: r["fraction"]
+            )
             if not chosen:
                 continue
             x = np.array([100 * r["fraction"] for r in chosen])
@@ -450,7 +520,7 @@ def sparsity_curves(rows: Sequence[Mapping[str, Any]], path: Path, metric: str,
         axis.grid(alpha=0.3)
     if orders and models:
         axes[0].legend(fontsize=7)
-    for axis in axes[len(orders):]:
+    for axis in axes[len(orders) :]:
         axis.set_visible(False)
     figure.suptitle(title, fontsize=10, y=1.03)
     return save(figure, path)

@@ -37,19 +37,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tabrepro.errors import InputError
 from tabrepro.analysis.settings import LOOKUP_VARIANTS
+from tabrepro.errors import InputError
 from tabrepro.reporting import figures
 from tabrepro.reporting.rank_tests import OmnibusResult, complete_rank_matrix, friedman_test
-from tabrepro.reporting.tables import (DASH, ResultsError, collect_current_results, decimals_for,
-                                       fold_frame, format_value, rank_methods, summarize_folds)
+from tabrepro.reporting.tables import (
+    DASH,
+    ResultsError,
+    collect_current_results,
+    decimals_for,
+    fold_frame,
+    format_value,
+    rank_methods,
+    summarize_folds,
+)
 
-__all__ = ["ReportError", "build_report", "se_units", "find_chromium", "screenshot",
-           "BrowserError", "INDEX"]
+__all__ = ["ReportError", "build_report", "se_units", "find_chromium", "screenshot", "BrowserError", "INDEX"]
 
 INDEX = "index.html"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome",
-                  "headless_shell")
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless_shell")
 # NPT's own compute cost (the NPT paper's Tables 6-7, §B.6), for the cost section.
 PAPER_NPT_COST = {"protein": ("11 h 51 m", "6.17 GB (GPU)"), "higgs": ("5 d 22 h", "19.18 GB (GPU)")}
 Z_FAR = 2.0  # |difference| above this many SE is highlighted
@@ -103,11 +109,14 @@ def se_units(ours: Any, ours_se: float | None, paper: Any, paper_se: float | Non
     return (a - b) / math.sqrt(sum(s * s for s in parts))
 
 
-def _table_html(header: Sequence[str], rows: Iterable[Sequence[Any]], text_columns: int = 1,
-                classes: Iterable[Sequence[str]] | None = None) -> str:
+def _table_html(
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    text_columns: int = 1,
+    classes: Iterable[Sequence[str]] | None = None,
+) -> str:
     """A plain HTML table; the first `text_columns` columns are left-aligned text."""
-    head = "".join(f'<th class="{"text" if i < text_columns else ""}">{_e(h)}</th>'
-                   for i, h in enumerate(header))
+    head = "".join(f'<th class="{"text" if i < text_columns else ""}">{_e(h)}</th>' for i, h in enumerate(header))
     body = []
     class_rows = list(classes) if classes is not None else None
     for r, row in enumerate(rows):
@@ -143,8 +152,9 @@ class _Page:
         self.blocks.append(f'<p class="empty">{_e(text)}</p>')
 
     def figure(self, name: str, caption: str) -> None:
-        self.blocks.append(f'<figure><img src="{_e(name)}" alt="{_e(caption)}">'
-                           f"<figcaption>{_e(caption)}</figcaption></figure>")
+        self.blocks.append(
+            f'<figure><img src="{_e(name)}" alt="{_e(caption)}"><figcaption>{_e(caption)}</figcaption></figure>'
+        )
 
     def copy_figure(self, source: Path, name: str, caption: str) -> None:
         if source.is_file():
@@ -200,10 +210,13 @@ def _write_index(page: _Page, params: Any) -> None:
     template = resources.files("tabrepro.reporting").joinpath("templates", "report.html").read_text("utf-8")
     nav = "".join(f'<a href="#{_e(a)}">{_e(t)}</a>' for a, t in page.nav)
     profile = params.profile_name
-    subtitle = (f"Profile {profile!r}: {params.profile.get('description', '')} "
-                f"— built by `tabrepro report` from {params.results_dir}/")
-    text = Template(template).substitute(title=_e("tabrepro: reproduction report"),
-                                         subtitle=_e(subtitle), nav=nav, body="\n".join(page.blocks))
+    subtitle = (
+        f"Profile {profile!r}: {params.profile.get('description', '')} "
+        f"— built by `tabrepro report` from {params.results_dir}/"
+    )
+    text = Template(template).substitute(
+        title=_e("tabrepro: reproduction report"), subtitle=_e(subtitle), nav=nav, body="\n".join(page.blocks)
+    )
     (page.out_dir / INDEX).write_text(text, encoding="utf-8")
 
 
@@ -228,17 +241,24 @@ def _scorecard_section(page: _Page, params: Any) -> None:
         if sc.SELECTED_ON.get(paper) == "test":
             page.note(f"Every {paper} cell: {sc.TEST_SELECTION_NOTE}. The verdicts are still computed.")
     tally = sc.summary(card)["papers"]
-    page.add(_table_html(["Paper", "Table", *sc.VERDICTS, "cells"],
-                         [[paper, table, *(c[sc.COUNT_KEYS[v]] for v in sc.VERDICTS), c["cells"]]
-                          for paper, tables in tally.items() for table, c in tables.items()], 2))
+    page.add(
+        _table_html(
+            ["Paper", "Table", *sc.VERDICTS, "cells"],
+            [
+                [paper, table, *(c[sc.COUNT_KEYS[v]] for v in sc.VERDICTS), c["cells"]]
+                for paper, tables in tally.items()
+                for table, c in tables.items()
+            ],
+            2,
+        )
+    )
     for paper, items in card.unobtainable.items():
         for dataset, error in items.items():
             page.add(f'<p class="warning">{_e(paper)}/{_e(dataset)}: data not obtainable: {_e(error)}</p>')
     flagged = [c for c in card.cells if c.verdict_class in (sc.DIFFERS, sc.NOT_RUN)]
-    page.add(f"<h3 id=\"scorecard-flagged\">Cells that differ or are not run ({len(flagged)})</h3>")
+    page.add(f'<h3 id="scorecard-flagged">Cells that differ or are not run ({len(flagged)})</h3>')
     page.add(_scorecard_table(flagged, sc) if flagged else '<p class="empty">None.</p>')
-    page.add(f"<details><summary>All {len(card.cells)} cells</summary>{_scorecard_table(card.cells, sc)}"
-             "</details>")
+    page.add(f"<details><summary>All {len(card.cells)} cells</summary>{_scorecard_table(card.cells, sc)}</details>")
 
 
 def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
@@ -256,11 +276,29 @@ def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
 
 def _scorecard_table(cells: Sequence[Any], sc: Any) -> str:
     css = {sc.DIFFERS: "far", sc.CONSISTENT: "near"}
-    rows = [[c.paper, c.table, c.column, c.method, sc.ours_text(c), sc.n_text(c), c.paper_text or DASH,
-             sc.delta_text(c), sc.z_text(c), sc.verdict_text(c), sc.notes_text(c)] for c in cells]
+    rows = [
+        [
+            c.paper,
+            c.table,
+            c.column,
+            c.method,
+            sc.ours_text(c),
+            sc.n_text(c),
+            c.paper_text or DASH,
+            sc.delta_text(c),
+            sc.z_text(c),
+            sc.verdict_text(c),
+            sc.notes_text(c),
+        ]
+        for c in cells
+    ]
     classes = [[""] * 9 + [f"text {css.get(c.verdict_class, '')}".strip(), "text"] for c in cells]
-    return _table_html(["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "Δ", "z",
-                        "Verdict", "Reason / notes"], rows, text_columns=4, classes=classes)
+    return _table_html(
+        ["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "Δ", "z", "Verdict", "Reason / notes"],
+        rows,
+        text_columns=4,
+        classes=classes,
+    )
 
 
 # ---------------------------------------------------------------------------- paper results
@@ -276,11 +314,13 @@ def _paper_sections(page: _Page, params: Any, paper: str) -> list[dict[str, Any]
     results = _selected_results(params, paper)
     title = paper_cfg.get("title", paper)
     page.section(f"{paper}-tables", f"{paper}: tables")
-    page.note(f"{title}. Every table lists our mean over folds with its spread, the paper's number "
-              f"beside it, their difference, and the difference in standard-error units "
-              f"(SE = sqrt(SE_ours² + SE_paper²) from whichever SEs exist; an SD is turned into an SE "
-              f"with the fold count, assuming the paper used as many folds). Cells with "
-              f"|difference| > {Z_FAR:g} SE are red, within 1 SE green.")
+    page.note(
+        f"{title}. Every table lists our mean over folds with its spread, the paper's number "
+        f"beside it, their difference, and the difference in standard-error units "
+        f"(SE = sqrt(SE_ours² + SE_paper²) from whichever SEs exist; an SD is turned into an SE "
+        f"with the fold count, assuming the paper used as many folds). Cells with "
+        f"|difference| > {Z_FAR:g} SE are red, within 1 SE green."
+    )
     scatter_rows: list[dict[str, Any]] = []
     for key, table_cfg in paper_cfg.get("tables", {}).items():
         scatter_rows += _table_block(page, params, paper, key, table_cfg)
@@ -288,19 +328,23 @@ def _paper_sections(page: _Page, params: Any, paper: str) -> list[dict[str, Any]
     if scatter_rows:
         name = f"{_slug(paper)}_scatter.png"
         figures.paper_vs_ours_scatter(scatter_rows, page.out_dir / name)
-        page.figure(name, "Each point is one (dataset, method) cell with both numbers; the dashed "
-                          "line is equality; bars are ± SE.")
+        page.figure(
+            name,
+            "Each point is one (dataset, method) cell with both numbers; the dashed line is equality; bars are ± SE.",
+        )
     else:
         page.empty("No cell has both our number and the paper's yet.")
-    frame = fold_frame(results, paper, paper_cfg.get("models", {}),
-                       set(params.selected_datasets(paper))) if results else None
+    frame = (
+        fold_frame(results, paper, paper_cfg.get("models", {}), set(params.selected_datasets(paper)))
+        if results
+        else None
+    )
     _rank_block(page, paper, paper_cfg, frame)
     _cost_block(page, params, paper, paper_cfg, results)
     return results
 
 
-def _table_block(page: _Page, params: Any, paper: str, key: str,
-                 table_cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _table_block(page: _Page, params: Any, paper: str, key: str, table_cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One paper table from its tidy CSV; returns the rows for the scatter plot."""
     path = Path(params.tables_dir(paper)) / f"{key}.csv"
     page.add(f'<h3 id="{_e(_slug(paper, key))}">{_e(key)}: {_e(table_cfg.get("title", key))}</h3>')
@@ -317,8 +361,17 @@ def _table_block(page: _Page, params: Any, paper: str, key: str,
     if tidy.empty:
         page.empty("No results and no paper values for this table yet.")
         return []
-    header = ["Dataset" if not is_rank else "Task", "Method", "Ours", "± (kind)",
-              "n", "Paper", "±", "Ours − paper", "in SE units"]
+    header = [
+        "Dataset" if not is_rank else "Task",
+        "Method",
+        "Ours",
+        "± (kind)",
+        "n",
+        "Paper",
+        "±",
+        "Ours − paper",
+        "in SE units",
+    ]
     rows, classes, chart, scatter = [], [], [], []
     for record in tidy.to_dict("records"):
         metric = str(record["metric"])
@@ -330,17 +383,32 @@ def _table_block(page: _Page, params: Any, paper: str, key: str,
         diff = None if ours is None or paper_value is None else ours - paper_value
         places = decimals_for(ours if ours is not None else (paper_value or 0.0), metric)
         column = metric if is_rank else record["dataset"]
-        rows.append([column, record["method"], _fmt(ours, metric, places),
-                     f"{_fmt(record.get('ours_spread'), metric, places)} ({record.get('spread_kind')})"
-                     if _float(record.get("ours_spread")) is not None else DASH,
-                     DASH if _float(n) is None else int(float(n)),
-                     _fmt(paper_value, metric, places),
-                     _fmt(record.get("paper_spread"), metric, places),
-                     _fmt(diff, metric, places), DASH if z is None else f"{z:+.2f}"])
+        rows.append(
+            [
+                column,
+                record["method"],
+                _fmt(ours, metric, places),
+                f"{_fmt(record.get('ours_spread'), metric, places)} ({record.get('spread_kind')})"
+                if _float(record.get("ours_spread")) is not None
+                else DASH,
+                DASH if _float(n) is None else int(float(n)),
+                _fmt(paper_value, metric, places),
+                _fmt(record.get("paper_spread"), metric, places),
+                _fmt(diff, metric, places),
+                DASH if z is None else f"{z:+.2f}",
+            ]
+        )
         css = "" if z is None else ("far" if abs(z) > Z_FAR else ("near" if abs(z) <= 1 else ""))
         classes.append([""] * 8 + [css])
-        entry = {"dataset": column, "method": record["method"], "metric": metric,
-                 "ours_mean": ours, "ours_se": ours_se, "paper_value": paper_value, "paper_se": paper_se}
+        entry = {
+            "dataset": column,
+            "method": record["method"],
+            "metric": metric,
+            "ours_mean": ours,
+            "ours_se": ours_se,
+            "paper_value": paper_value,
+            "paper_se": paper_se,
+        }
         chart.append(entry)
         if ours is not None and paper_value is not None:
             scatter.append({**entry, "metric": f"{key}: {metric}"})
@@ -348,10 +416,11 @@ def _table_block(page: _Page, params: Any, paper: str, key: str,
     if not is_rank and any(r["ours_mean"] is not None or r["paper_value"] is not None for r in chart):
         name = f"{_slug(paper, key)}_bars.png"
         metric = str(table_cfg.get("metric", ""))
-        figures.bar_chart_by_dataset(chart, page.out_dir / name,
-                                     f"{key}: {table_cfg.get('title', key)}", metric)
-        page.figure(name, f"{key}: ours (bars, ± SE over folds) and the paper (diamonds, ± its "
-                          f"reported spread as SE) per dataset.")
+        figures.bar_chart_by_dataset(chart, page.out_dir / name, f"{key}: {table_cfg.get('title', key)}", metric)
+        page.figure(
+            name,
+            f"{key}: ours (bars, ± SE over folds) and the paper (diamonds, ± its reported spread as SE) per dataset.",
+        )
     return scatter
 
 
@@ -368,8 +437,7 @@ def _block_ranks(frame: pd.DataFrame, rank_metrics: Mapping[str, str]) -> tuple[
                 continue
             ranked = rank_methods(summary[summary["dataset"] == dataset], metric)
             parts.append(ranked.assign(block=dataset)[["block", "method", "rank"]])
-        return (pd.concat(parts) if parts else pd.DataFrame(columns=["block", "method", "rank"]),
-                "datasets")
+        return (pd.concat(parts) if parts else pd.DataFrame(columns=["block", "method", "rank"]), "datasets")
     parts = []
     for dataset, task in tasks.items():
         metric = rank_metrics.get(task)
@@ -380,8 +448,7 @@ def _block_ranks(frame: pd.DataFrame, rank_metrics: Mapping[str, str]) -> tuple[
             per_fold = group.assign(dataset=f"{dataset}/fold{fold}", mean=group["value"])
             ranked = rank_methods(per_fold[["dataset", "method", "metric", "mean"]], metric)
             parts.append(ranked.assign(block=f"{dataset}/fold{fold}")[["block", "method", "rank"]])
-    return (pd.concat(parts) if parts else pd.DataFrame(columns=["block", "method", "rank"]),
-            "folds of one dataset")
+    return (pd.concat(parts) if parts else pd.DataFrame(columns=["block", "method", "rank"]), "folds of one dataset")
 
 
 def _rank_block(page: _Page, paper: str, paper_cfg: Mapping[str, Any], frame: pd.DataFrame | None) -> None:
@@ -404,26 +471,41 @@ def _rank_block(page: _Page, paper: str, paper_cfg: Mapping[str, Any], frame: pd
     matrix = complete_rank_matrix(ranks)  # re-ranked among the methods present in every block
     n_blocks = len(matrix.index)
     left_out = sorted(set(ranks["method"]) - set(matrix.columns))
-    table = [{"method": m, "mean_rank": float(matrix[m].mean()),
-              "se": float(matrix[m].std(ddof=1)) / math.sqrt(n_blocks) if n_blocks > 1 else None}
-             for m in matrix.columns]
+    table = [
+        {
+            "method": m,
+            "mean_rank": float(matrix[m].mean()),
+            "se": float(matrix[m].std(ddof=1)) / math.sqrt(n_blocks) if n_blocks > 1 else None,
+        }
+        for m in matrix.columns
+    ]
     omnibus = friedman_test(matrix.to_numpy())
     independent = kind == "datasets"
     metrics_text = ", ".join(f"{t}: {m}" for t, m in rank_metrics.items())
-    page.note(f"Methods are ranked within each block (1 = best; ties share the mean rank) by "
-              f"{metrics_text}, among the methods with a result in every block"
-              + (f" (left out: {', '.join(left_out)})" if left_out else "")
-              + f". Blocks are {kind} ({n_blocks}). {omnibus.describe()}")
+    page.note(
+        f"Methods are ranked within each block (1 = best; ties share the mean rank) by "
+        f"{metrics_text}, among the methods with a result in every block"
+        + (f" (left out: {', '.join(left_out)})" if left_out else "")
+        + f". Blocks are {kind} ({n_blocks}). {omnibus.describe()}"
+    )
     if not independent:
-        page.note("The blocks are the folds of one dataset, and these are not independent: their "
-                  "training sets overlap and all come from the same data, while the Friedman and "
-                  "Nemenyi tests assume independent blocks. The p-value therefore overstates the "
-                  "evidence and speaks for this one dataset at most; the ranks say how consistently "
-                  "methods differ across its folds, not across datasets, and the diagram below makes "
-                  "no significance claim.")
-    page.add(_table_html(["Method", "Mean rank", "± SE"],
-                         [[r["method"], f"{r['mean_rank']:.2f}", DASH if r["se"] is None else f"{r['se']:.2f}"]
-                          for r in sorted(table, key=lambda r: r["mean_rank"])]))
+        page.note(
+            "The blocks are the folds of one dataset, and these are not independent: their "
+            "training sets overlap and all come from the same data, while the Friedman and "
+            "Nemenyi tests assume independent blocks. The p-value therefore overstates the "
+            "evidence and speaks for this one dataset at most; the ranks say how consistently "
+            "methods differ across its folds, not across datasets, and the diagram below makes "
+            "no significance claim."
+        )
+    page.add(
+        _table_html(
+            ["Method", "Mean rank", "± SE"],
+            [
+                [r["method"], f"{r['mean_rank']:.2f}", DASH if r["se"] is None else f"{r['se']:.2f}"]
+                for r in sorted(table, key=lambda r: r["mean_rank"])
+            ],
+        )
+    )
     name = f"{_slug(paper)}_mean_rank.png"
     figures.mean_rank_plot(table, page.out_dir / name, f"{paper}: mean rank over {kind}")
     page.figure(name, "Mean rank ± SE per method.")
@@ -431,9 +513,14 @@ def _rank_block(page: _Page, paper: str, paper_cfg: Mapping[str, Any], frame: pd
         claims = independent and omnibus.significant()
         note, caption = _cd_wording(omnibus, independent)
         name = f"{_slug(paper)}_cd.png"
-        figures.critical_difference_diagram({r["method"]: r["mean_rank"] for r in table}, n_blocks,
-                                            page.out_dir / name, f"{paper}: critical differences",
-                                            claims=claims, note=note)
+        figures.critical_difference_diagram(
+            {r["method"]: r["mean_rank"] for r in table},
+            n_blocks,
+            page.out_dir / name,
+            f"{paper}: critical differences",
+            claims=claims,
+            note=note,
+        )
         page.figure(name, caption)
 
 
@@ -446,19 +533,26 @@ def _cd_wording(omnibus: OmnibusResult, independent: bool) -> tuple[str | None, 
     elif not omnibus.significant():
         reason = f"the {omnibus.test} is not significant (p = {omnibus.p_value:.3g})"
     elif not independent:
-        reason = (f"the {omnibus.test} gives p = {omnibus.p_value:.3g}, but the blocks are "
-                  f"folds of one dataset, not independent")
+        reason = (
+            f"the {omnibus.test} gives p = {omnibus.p_value:.3g}, but the blocks are "
+            f"folds of one dataset, not independent"
+        )
     else:
-        return None, (base + f"Drawn because the {omnibus.test} rejected equal performance "
-                      f"(p = {omnibus.p_value:.3g}); methods joined by a grey bar do not differ "
-                      f"significantly.")
-    return (f"Not a significance claim: {reason}.",
-            base + f"Greyed, because {reason}: no difference between methods is claimed, and the "
-                   f"CD and joining bars are shown for scale only.")
+        return None, (
+            base + f"Drawn because the {omnibus.test} rejected equal performance "
+            f"(p = {omnibus.p_value:.3g}); methods joined by a grey bar do not differ "
+            f"significantly."
+        )
+    return (
+        f"Not a significance claim: {reason}.",
+        base + f"Greyed, because {reason}: no difference between methods is claimed, and the "
+        f"CD and joining bars are shown for scale only.",
+    )
 
 
-def _cost_block(page: _Page, params: Any, paper: str, paper_cfg: Mapping[str, Any],
-                results: list[dict[str, Any]]) -> None:
+def _cost_block(
+    page: _Page, params: Any, paper: str, paper_cfg: Mapping[str, Any], results: list[dict[str, Any]]
+) -> None:
     page.section(f"{paper}-cost", f"{paper}: compute cost")
     if not results:
         page.empty("No results yet.")
@@ -478,21 +572,48 @@ def _cost_block(page: _Page, params: Any, paper: str, paper_cfg: Mapping[str, An
         variants = _variant_wall_time(params, paper, dataset, model)
         label = labels.get(model, model)
         paper_cost = PAPER_NPT_COST.get(dataset) if model == "npt" else None
-        rows.append([dataset, label, len(members),
-                     DASH if not wall else f"{np.mean(wall):.1f}",
-                     DASH if not wall else f"{np.sum(wall) + variants:.1f}",
-                     DASH if not memory else f"{np.max(memory):.0f}",
-                     DASH if not gpu else f"{np.max(gpu):.0f}",
-                     DASH if paper_cost is None else f"{paper_cost[0]}, {paper_cost[1]}"])
-        chart.append({"dataset": dataset, "method": label,
-                      "wall_time_s": float(np.mean(wall)) if wall else None,
-                      "peak_memory_mb": float(np.max(memory)) if memory else None})
-    page.note("Wall time of each fold's job (tuning included) and the peak resident memory of its "
-              "process (GPU memory where the job recorded it). 'Total' adds every fold and, for "
-              "models trained one configuration per job, those jobs' own wall time. The paper's "
-              "numbers (Tables 6-7) exist for NPT only and were measured on GPUs.")
-    page.add(_table_html(["Dataset", "Method", "Folds", "Wall time per fold (s)", "Total (s)",
-                          "Peak memory (MB)", "Peak GPU memory (MB)", "Paper (NPT)"], rows, 2))
+        rows.append(
+            [
+                dataset,
+                label,
+                len(members),
+                DASH if not wall else f"{np.mean(wall):.1f}",
+                DASH if not wall else f"{np.sum(wall) + variants:.1f}",
+                DASH if not memory else f"{np.max(memory):.0f}",
+                DASH if not gpu else f"{np.max(gpu):.0f}",
+                DASH if paper_cost is None else f"{paper_cost[0]}, {paper_cost[1]}",
+            ]
+        )
+        chart.append(
+            {
+                "dataset": dataset,
+                "method": label,
+                "wall_time_s": float(np.mean(wall)) if wall else None,
+                "peak_memory_mb": float(np.max(memory)) if memory else None,
+            }
+        )
+    page.note(
+        "Wall time of each fold's job (tuning included) and the peak resident memory of its "
+        "process (GPU memory where the job recorded it). 'Total' adds every fold and, for "
+        "models trained one configuration per job, those jobs' own wall time. The paper's "
+        "numbers (Tables 6-7) exist for NPT only and were measured on GPUs."
+    )
+    page.add(
+        _table_html(
+            [
+                "Dataset",
+                "Method",
+                "Folds",
+                "Wall time per fold (s)",
+                "Total (s)",
+                "Peak memory (MB)",
+                "Peak GPU memory (MB)",
+                "Paper (NPT)",
+            ],
+            rows,
+            2,
+        )
+    )
     name = f"{_slug(paper)}_cost.png"
     figures.cost_chart(chart, page.out_dir / name, f"{paper}: compute cost per model and dataset")
     page.figure(name, "Mean wall time per fold (log scale) and peak memory.")
@@ -554,11 +675,13 @@ def _corruption_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -
     if not entries:
         page.empty("Not run in this profile.")
         return
-    page.note("For each test row every attribute of the other rows in its batch is permuted "
-              "independently (values with their mask bits), and the row is predicted again. "
-              "Δ is the accuracy change in points (classification) or (RMSE_clean − RMSE_corrupt) / "
-              "RMSE_clean in % (regression): negative means the model needed the other rows. Mean ± "
-              "SE over folds.")
+    page.note(
+        "For each test row every attribute of the other rows in its batch is permuted "
+        "independently (values with their mask bits), and the row is predicted again. "
+        "Δ is the accuracy change in points (classification) or (RMSE_clean − RMSE_corrupt) / "
+        "RMSE_clean in % (regression): negative means the model needed the other rows. Mean ± "
+        "SE over folds."
+    )
     by_dataset: dict[str, list[dict[str, Any]]] = {}
     for _, payload in entries:
         if payload.get("n_test_rows"):
@@ -578,15 +701,49 @@ def _corruption_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -
             k, _, _ = _mean_se([p["corrupted"].get(other) for p in payloads])
             if c is not None and k is not None:
                 extra.append(f"{other} {c:.3f} → {k:.3f}")
-        rows.append([dataset, metric_delta, n, sum(p["n_test_rows"] for p in payloads),
-                     _fmt(clean, base_metric), _fmt(corrupt, base_metric),
-                     f"{_fmt(delta, '', 2)}" + ("" if delta_se is None else f" ± {delta_se:.2f}"),
-                     _fmt(paper_value, "", 1), DASH if z is None else f"{z:+.2f}", "; ".join(extra) or DASH])
-        chart.append({"dataset": dataset, "metric": base_metric, "clean": clean or 0.0,
-                      "corrupted": corrupt or 0.0, "clean_se": clean_se, "corrupted_se": corrupt_se,
-                      "delta_text": f"{_fmt(delta, '', 2)} (paper {_fmt(paper_value, '', 1)})"})
-    page.add(_table_html(["Dataset", "Δ metric", "Folds", "Test rows", "Clean", "Corrupted",
-                          "Δ ours", "Δ paper", "in SE units", "Other metrics"], rows, 2))
+        rows.append(
+            [
+                dataset,
+                metric_delta,
+                n,
+                sum(p["n_test_rows"] for p in payloads),
+                _fmt(clean, base_metric),
+                _fmt(corrupt, base_metric),
+                f"{_fmt(delta, '', 2)}" + ("" if delta_se is None else f" ± {delta_se:.2f}"),
+                _fmt(paper_value, "", 1),
+                DASH if z is None else f"{z:+.2f}",
+                "; ".join(extra) or DASH,
+            ]
+        )
+        chart.append(
+            {
+                "dataset": dataset,
+                "metric": base_metric,
+                "clean": clean or 0.0,
+                "corrupted": corrupt or 0.0,
+                "clean_se": clean_se,
+                "corrupted_se": corrupt_se,
+                "delta_text": f"{_fmt(delta, '', 2)} (paper {_fmt(paper_value, '', 1)})",
+            }
+        )
+    page.add(
+        _table_html(
+            [
+                "Dataset",
+                "Δ metric",
+                "Folds",
+                "Test rows",
+                "Clean",
+                "Corrupted",
+                "Δ ours",
+                "Δ paper",
+                "in SE units",
+                "Other metrics",
+            ],
+            rows,
+            2,
+        )
+    )
     if chart:
         figures.corruption_chart(chart, page.out_dir / "corruption.png")
         page.figure("corruption.png", "Clean vs corrupted test metric (mean ± SE over folds).")
@@ -600,13 +757,19 @@ def _lookup_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> No
     for path, payload in entries:
         comparable = payload.get("paper_values_comparable", False)
         paper_values = {(p["variant"], p["method"]): p["rmse"] for p in payload.get("paper_values", [])}
-        page.note(f"Data: {payload.get('source')} ({payload.get('n_train_rows')} training rows, "
-                  f"{payload.get('n_features')} features). Each batch holds originals with hidden "
-                  f"targets and duplicates with revealed targets; test rows are fresh. 1-NN and k-NN "
-                  f"(k chosen on validation rows) are fitted on the test duplicates and predict the "
-                  f"originals. RMSE in target units"
-                  + ("." if comparable else "; the data are not Protein, so the paper's numbers "
-                     "(shown for reference) are on another scale: compare ratios, not values."))
+        page.note(
+            f"Data: {payload.get('source')} ({payload.get('n_train_rows')} training rows, "
+            f"{payload.get('n_features')} features). Each batch holds originals with hidden "
+            f"targets and duplicates with revealed targets; test rows are fresh. 1-NN and k-NN "
+            f"(k chosen on validation rows) are fitted on the test duplicates and predict the "
+            f"originals. RMSE in target units"
+            + (
+                "."
+                if comparable
+                else "; the data are not Protein, so the paper's numbers "
+                "(shown for reference) are on another scale: compare ratios, not values."
+            )
+        )
         rows = []
         order = [v for v in LOOKUP_VARIANTS if v in payload["variants"]]
         for variant in order:
@@ -618,17 +781,24 @@ def _lookup_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> No
                     slopes = [run["slope"] for run in result.get("interventions", [])]
                     on_dup = result.get("attention_on_duplicate") or []
                     last = np.mean(on_dup[-1]) if on_dup else None
-                    extra = (f"r = {result['pearson_r']['NPT']:.3f}; intervention slope "
-                             f"{np.mean(slopes):.2f}" if slopes else "") + (
-                        "" if last is None else f"; attention on own duplicate {last:.2f}")
+                    extra = (
+                        f"r = {result['pearson_r']['NPT']:.3f}; intervention slope {np.mean(slopes):.2f}"
+                        if slopes
+                        else ""
+                    ) + ("" if last is None else f"; attention on own duplicate {last:.2f}")
                 elif method == "k-NN":
                     extra = f"k = {result['knn']['best_k']}"
-                rows.append([variant.replace("_", " "), method, f"{ours:.3f}",
-                             _fmt(paper_values.get((variant, method)), "", 2),
-                             f"{ours / max(result['rmse']['NPT'], 1e-12):.1f}" if method != "NPT" else "1.0",
-                             extra])
-        page.add(_table_html(["Variant", "Method", "RMSE ours", "RMSE paper", "÷ NPT (ours)", "Notes"],
-                             rows, 2))
+                rows.append(
+                    [
+                        variant.replace("_", " "),
+                        method,
+                        f"{ours:.3f}",
+                        _fmt(paper_values.get((variant, method)), "", 2),
+                        f"{ours / max(result['rmse']['NPT'], 1e-12):.1f}" if method != "NPT" else "1.0",
+                        extra,
+                    ]
+                )
+        page.add(_table_html(["Variant", "Method", "RMSE ours", "RMSE paper", "÷ NPT (ours)", "Notes"], rows, 2))
         for name in payload.get("figures", []):
             target = name if name.startswith("lookup_") else f"lookup_{name}"
             page.copy_figure(path.parent / name, target, _lookup_caption(name))
@@ -640,10 +810,14 @@ def _lookup_caption(name: str) -> str:
     if name.startswith("lookup_knn"):
         return "k-NN test RMSE for k = 1..10 against NPT's RMSE."
     if name.startswith("lookup_interventions"):
-        return ("Interventions (Fig. 3d-e): changing a duplicate's target moves NPT's prediction "
-                "for its original along the dashed ideal line (minus one for Add One).")
-    return ("ABD attention on a test batch: originals (top/left block) attend to their duplicates "
-            "(the off-diagonal band), each panel one head.")
+        return (
+            "Interventions (Fig. 3d-e): changing a duplicate's target moves NPT's prediction "
+            "for its original along the dashed ideal line (minus one for Add One)."
+        )
+    return (
+        "ABD attention on a test batch: originals (top/left block) attend to their duplicates "
+        "(the off-diagonal band), each panel one head."
+    )
 
 
 def _deletion_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> None:
@@ -653,11 +827,13 @@ def _deletion_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> 
     if not entries:
         page.empty("Not run in this profile.")
         return
-    page.note("Per test row, other rows are deleted greedily while the prediction changes by less "
-              "than Δ_it (0.01, ×1.1 after 50 rejections) and by at most 10 % in total. Distances are "
-              "mean Euclidean distances in the preprocessed feature space from the test row to the "
-              "kept, the deleted, and an equally large random set of rows. p-values: one-sided "
-              "Wilcoxon signed-rank tests over test rows (paper, Protein: kept vs random p ≈ 8.77e-130).")
+    page.note(
+        "Per test row, other rows are deleted greedily while the prediction changes by less "
+        "than Δ_it (0.01, ×1.1 after 50 rejections) and by at most 10 % in total. Distances are "
+        "mean Euclidean distances in the preprocessed feature space from the test row to the "
+        "kept, the deleted, and an equally large random set of rows. p-values: one-sided "
+        "Wilcoxon signed-rank tests over test rows (paper, Protein: kept vs random p ≈ 8.77e-130)."
+    )
     rows = []
     pooled: dict[str, dict[str, list[float]]] = {}
     for _path, payload in sorted(entries, key=lambda e: (e[1]["dataset"], e[1].get("fold") or 0)):
@@ -666,27 +842,64 @@ def _deletion_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) -> 
         for key in store:
             store[key] += [r[f"distance_{key}"] for r in usable]
         w = payload["wilcoxon"]
-        rows.append([payload["dataset"], payload.get("fold"), payload["n_test_rows"],
-                     _fmt(payload.get("mean_fraction_deleted"), "", 3),
-                     _fmt(payload["mean_distance"]["kept"], "", 3),
-                     _fmt(payload["mean_distance"]["deleted"], "", 3),
-                     _fmt(payload["mean_distance"]["random"], "", 3),
-                     _p(w["kept_less_than_random"]["p_value"]), _p(w["kept_less_than_deleted"]["p_value"])])
+        rows.append(
+            [
+                payload["dataset"],
+                payload.get("fold"),
+                payload["n_test_rows"],
+                _fmt(payload.get("mean_fraction_deleted"), "", 3),
+                _fmt(payload["mean_distance"]["kept"], "", 3),
+                _fmt(payload["mean_distance"]["deleted"], "", 3),
+                _fmt(payload["mean_distance"]["random"], "", 3),
+                _p(w["kept_less_than_random"]["p_value"]),
+                _p(w["kept_less_than_deleted"]["p_value"]),
+            ]
+        )
     for dataset, store in pooled.items():
         if len(store["kept"]) > 1:
             p_random = _wilcoxon_p(wilcoxon, store["kept"], store["random"])
             p_deleted = _wilcoxon_p(wilcoxon, store["kept"], store["deleted"])
-            rows.append([dataset, "all", len(store["kept"]), DASH, _fmt(np.mean(store["kept"]), "", 3),
-                         _fmt(np.mean(store["deleted"]), "", 3), _fmt(np.mean(store["random"]), "", 3),
-                         _p(p_random), _p(p_deleted)])
+            rows.append(
+                [
+                    dataset,
+                    "all",
+                    len(store["kept"]),
+                    DASH,
+                    _fmt(np.mean(store["kept"]), "", 3),
+                    _fmt(np.mean(store["deleted"]), "", 3),
+                    _fmt(np.mean(store["random"]), "", 3),
+                    _p(p_random),
+                    _p(p_deleted),
+                ]
+            )
         name = f"deletion_{_slug(dataset)}.png"
-        figures.deletion_histogram(store["kept"], store["deleted"], store["random"], page.out_dir / name,
-                                   f"Data deletion on {dataset}: per test row, mean distance")
-        page.figure(name, f"{dataset}: distribution over test rows of the mean distance of kept, "
-                          f"deleted and random rows.")
-    page.add(_table_html(["Dataset", "Fold", "Test rows", "Fraction deleted", "Dist. kept",
-                          "Dist. deleted", "Dist. random", "p (kept < random)",
-                          "p (kept < deleted)"], rows, 2))
+        figures.deletion_histogram(
+            store["kept"],
+            store["deleted"],
+            store["random"],
+            page.out_dir / name,
+            f"Data deletion on {dataset}: per test row, mean distance",
+        )
+        page.figure(
+            name, f"{dataset}: distribution over test rows of the mean distance of kept, deleted and random rows."
+        )
+    page.add(
+        _table_html(
+            [
+                "Dataset",
+                "Fold",
+                "Test rows",
+                "Fraction deleted",
+                "Dist. kept",
+                "Dist. deleted",
+                "Dist. random",
+                "p (kept < random)",
+                "p (kept < deleted)",
+            ],
+            rows,
+            2,
+        )
+    )
 
 
 def _wilcoxon_p(test: Any, smaller: Sequence[float], larger: Sequence[float]) -> float | None:
@@ -705,23 +918,41 @@ def _attention_block(page: _Page, entries: list[tuple[Path, dict[str, Any]]]) ->
     if not entries:
         page.empty("Not run in this profile.")
         return
-    page.note("ABD attention weights of every layer and head for a test row's batch, rows and columns "
-              "sorted by feature-space distance to that test row (first row/column). ρ: Spearman "
-              "correlation of the test row's weights with distance (negative = nearer rows get more "
-              "attention); mass: the test row's attention on its 10 % nearest rows (uniform = the "
-              "fraction itself).")
+    page.note(
+        "ABD attention weights of every layer and head for a test row's batch, rows and columns "
+        "sorted by feature-space distance to that test row (first row/column). ρ: Spearman "
+        "correlation of the test row's weights with distance (negative = nearer rows get more "
+        "attention); mass: the test row's attention on its 10 % nearest rows (uniform = the "
+        "fraction itself)."
+    )
     for path, payload in sorted(entries, key=lambda e: (e[1]["dataset"], e[1].get("fold") or 0)):
         for ref in payload.get("references", []):
-            rows = [[s["layer"], s["head"], _fmt(s["spearman_weight_vs_distance"], "", 3),
-                     _fmt(s["mass_on_nearest_10pct"], "", 3), _fmt(s["uniform_mass_nearest_10pct"], "", 3),
-                     _fmt(s["self_weight"], "", 3)] for s in ref["summary"]]
-            page.add(f"<p>{_e(payload['dataset'])}, fold {_e(payload.get('fold'))}, test row "
-                     f"{_e(ref['row'])} ({_e(ref['n_rows'])} rows in context)</p>")
-            page.add(_table_html(["ABD layer", "Head", "ρ(weight, distance)", "Mass nearest 10 %",
-                                  "Uniform", "Self weight"], rows, 0))
+            rows = [
+                [
+                    s["layer"],
+                    s["head"],
+                    _fmt(s["spearman_weight_vs_distance"], "", 3),
+                    _fmt(s["mass_on_nearest_10pct"], "", 3),
+                    _fmt(s["uniform_mass_nearest_10pct"], "", 3),
+                    _fmt(s["self_weight"], "", 3),
+                ]
+                for s in ref["summary"]
+            ]
+            page.add(
+                f"<p>{_e(payload['dataset'])}, fold {_e(payload.get('fold'))}, test row "
+                f"{_e(ref['row'])} ({_e(ref['n_rows'])} rows in context)</p>"
+            )
+            page.add(
+                _table_html(
+                    ["ABD layer", "Head", "ρ(weight, distance)", "Mass nearest 10 %", "Uniform", "Self weight"], rows, 0
+                )
+            )
         for name in payload.get("figures", []):
-            page.copy_figure(path.parent / name, f"{_slug(payload['dataset'], 'fold', payload.get('fold'))}_{name}",
-                             f"{payload['dataset']} fold {payload.get('fold')}: {name.removesuffix('.png').replace('_', ' ')}")
+            page.copy_figure(
+                path.parent / name,
+                f"{_slug(payload['dataset'], 'fold', payload.get('fold'))}_{name}",
+                f"{payload['dataset']} fold {payload.get('fold')}: {name.removesuffix('.png').replace('_', ' ')}",
+            )
 
 
 # ---------------------------------------------------------------------------- feature sparsity
@@ -744,12 +975,14 @@ def _sparsity_section(page: _Page, params: Any) -> None:
     if summary.get("profile") != params.profile_name:
         page.empty(f"Only results of profile {summary.get('profile')!r}; not run in this profile.")
         return
-    page.note(f"Datasets: {', '.join(summary['datasets'])} ({settings.paper} paper). Features are removed "
-              "at random, or least / most important first by a random forest fitted on each fold's "
-              "training rows; each model is retrained with the configuration its validation search "
-              "chose on all features and scored once on test. Mean test "
-              f"{summary['metric']} over datasets (each the mean over its folds). The thesis shows "
-              "these curves only as a figure, so there are no paper numbers to set beside them.")
+    page.note(
+        f"Datasets: {', '.join(summary['datasets'])} ({settings.paper} paper). Features are removed "
+        "at random, or least / most important first by a random forest fitted on each fold's "
+        "training rows; each model is retrained with the configuration its validation search "
+        "chose on all features and scored once on test. Mean test "
+        f"{summary['metric']} over datasets (each the mean over its folds). The thesis shows "
+        "these curves only as a figure, so there are no paper numbers to set beside them."
+    )
     curves = summary["curves"]
     fractions = sorted({c["fraction"] for c in curves})
     rows = []
@@ -759,8 +992,9 @@ def _sparsity_section(page: _Page, params: Any) -> None:
             label = next((c["label"] for c in curves if c["model"] == model), model)
             rows.append([ORDER_LABELS[order], label, *(_fmt(values.get(f), summary["metric"]) for f in fractions)])
     page.add(_table_html(["Removed", "Model", *(f"{100 * f:.0f} %" for f in fractions)], rows, 2))
-    page.copy_figure(files["png"], "feature_sparsity.png",
-                     f"Mean test {summary['metric']} against the share of features removed.")
+    page.copy_figure(
+        files["png"], "feature_sparsity.png", f"Mean test {summary['metric']} against the share of features removed."
+    )
 
 
 # ---------------------------------------------------------------------------- provenance
@@ -779,15 +1013,21 @@ def _provenance_section(page: _Page, params: Any, records: list[dict[str, Any]])
             versions.setdefault(name, set()).add(str(version))
     params_path = Path(getattr(params, "source", "params.yaml"))
     digest = hashlib.sha256(params_path.read_bytes()).hexdigest()[:16] if params_path.is_file() else DASH
-    page.add(_table_html(["Item", "Value"], [
-        ["Profile", f"{params.profile_name}: {params.profile.get('description', '')}"],
-        ["Root seed", params.seed],
-        ["params.yaml sha256 (first 16)", digest],
-        ["Report built at commit", current["git_commit"]],
-        ["Platform", current["platform"]],
-        ["Report built on", hardware_key(current)],
-        ["Result files", len(records)],
-    ], 1))
+    page.add(
+        _table_html(
+            ["Item", "Value"],
+            [
+                ["Profile", f"{params.profile_name}: {params.profile.get('description', '')}"],
+                ["Root seed", params.seed],
+                ["params.yaml sha256 (first 16)", digest],
+                ["Report built at commit", current["git_commit"]],
+                ["Platform", current["platform"]],
+                ["Report built on", hardware_key(current)],
+                ["Result files", len(records)],
+            ],
+            1,
+        )
+    )
     _hardware_block(page, records)
     page.add("<p>Commits the results were produced at (result files per commit):</p>")
     page.add(_table_html(["Commit", "Results"], sorted(commits.items()) or [[DASH, 0]], 1))
@@ -812,26 +1052,34 @@ def _hardware_block(page: _Page, records: list[dict[str, Any]]) -> None:
             group["threads"].add(f"{info['threads']}" + ("" if info.get("threads_source") == "job" else "?"))
         label, fold = _result_label(record)
         group["results"].setdefault(label, set()).update([] if fold is None else [fold])
-    page.add("<h3 id=\"provenance-hardware\">Hardware the results ran on</h3>")
+    page.add('<h3 id="provenance-hardware">Hardware the results ran on</h3>')
     if not groups:
         page.empty("No result files.")
         return
     if len(groups) > 1:
-        page.add(f'<p class="warning"><strong>Results from {len(groups)} different hardware '
-                 f'configurations{" (or unrecorded)" if UNRECORDED in groups else ""}.</strong> '
-                 "The same config gives bit-identical results only on the same CPU type (and GPU), "
-                 "so results below that ran on different hardware may differ in their last digits, "
-                 "and reruns elsewhere need not reproduce them exactly.</p>")
+        page.add(
+            f'<p class="warning"><strong>Results from {len(groups)} different hardware '
+            f"configurations{' (or unrecorded)' if UNRECORDED in groups else ''}.</strong> "
+            "The same config gives bit-identical results only on the same CPU type (and GPU), "
+            "so results below that ran on different hardware may differ in their last digits, "
+            "and reruns elsewhere need not reproduce them exactly.</p>"
+        )
     elif UNRECORDED in groups:
-        page.add('<p class="warning">These results do not record their CPU (written before '
-                 "provenance did): whether they all ran on the same hardware cannot be told.</p>")
-    page.note("CPU model and highest instruction-set level (AVX2, AVX-512, AVX-512 BF16, AMX) the "
-              "libraries could dispatch to, and the GPU when the job computed on one. Threads: the "
-              "job's thread limit ('?' where only the process default was recorded).")
+        page.add(
+            '<p class="warning">These results do not record their CPU (written before '
+            "provenance did): whether they all ran on the same hardware cannot be told.</p>"
+        )
+    page.note(
+        "CPU model and highest instruction-set level (AVX2, AVX-512, AVX-512 BF16, AMX) the "
+        "libraries could dispatch to, and the GPU when the job computed on one. Threads: the "
+        "job's thread limit ('?' where only the process default was recorded)."
+    )
     rows = []
     for key, group in sorted(groups.items(), key=lambda item: -item[1]["count"]):
-        which = "; ".join(label + (f" (fold{'s' * (len(folds) > 1)} {_fold_ranges(folds)})" if folds else "")
-                          for label, folds in sorted(group["results"].items()))
+        which = "; ".join(
+            label + (f" (fold{'s' * (len(folds) > 1)} {_fold_ranges(folds)})" if folds else "")
+            for label, folds in sorted(group["results"].items())
+        )
         rows.append([key, group["count"], ", ".join(sorted(group["threads"])) or DASH, which])
     page.add(_table_html(["CPU · ISA level · GPU", "Result files", "Threads", "Which results"], rows, 1))
 
@@ -871,8 +1119,9 @@ def find_chromium() -> str | None:
     return None
 
 
-def screenshot(page: Path, png: Path, *, width: int = 1280, height: int = 2400,
-               timeout: float = 120.0, browser: str | None = None) -> Path:
+def screenshot(
+    page: Path, png: Path, *, width: int = 1280, height: int = 2400, timeout: float = 120.0, browser: str | None = None
+) -> Path:
     """Render an HTML file with headless Chromium into a PNG (raises BrowserError on failure)."""
     browser = browser or find_chromium()
     if browser is None:
@@ -880,10 +1129,20 @@ def screenshot(page: Path, png: Path, *, width: int = 1280, height: int = 2400,
     png = Path(png).resolve()
     png.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tabrepro-chromium-") as profile:
-        command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                   "--hide-scrollbars", "--no-first-run", "--no-default-browser-check",
-                   f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                   f"--screenshot={png}", Path(page).resolve().as_uri()]
+        command = [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--no-default-browser-check",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},{height}",
+            f"--screenshot={png}",
+            Path(page).resolve().as_uri(),
+        ]
         try:
             run = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:

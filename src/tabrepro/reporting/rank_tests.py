@@ -34,14 +34,17 @@ class OmnibusResult:
         """One sentence for captions: the test, its result and what it allows."""
         if self.p_value is None:
             return f"No {self.test}: {self.reason}."
-        verdict = ("methods differ significantly" if self.significant(alpha)
-                   else "no significant difference between methods")
+        verdict = (
+            "methods differ significantly" if self.significant(alpha) else "no significant difference between methods"
+        )
         friedman = self.test == "Friedman test" and self.statistic is not None
         stat = f"χ² = {self.statistic:.3g}, " if friedman else ""
         why = " (two-sided; the Friedman test needs 3 or more methods)" if self.test == "sign test" else ""
-        return (f"{self.test.capitalize()}{why} over {self.n_blocks} blocks and {self.n_methods} "
-                f"methods: {stat}"
-                f"p = {self.p_value:.3g} ({verdict} at α = {alpha:g}).")
+        return (
+            f"{self.test.capitalize()}{why} over {self.n_blocks} blocks and {self.n_methods} "
+            f"methods: {stat}"
+            f"p = {self.p_value:.3g} ({verdict} at α = {alpha:g})."
+        )
 
 
 def complete_rank_matrix(ranks: pd.DataFrame) -> pd.DataFrame:
@@ -64,9 +67,9 @@ def friedman_test(matrix: np.ndarray) -> OmnibusResult:
     n_blocks, n_methods = matrix.shape if matrix.ndim == 2 else (0, 0)
     name = "Friedman test" if n_methods >= 3 else "sign test"
     if n_methods < 2 or n_blocks < 2:
-        return OmnibusResult(name, n_methods, n_blocks,
-                             reason=f"needs at least 2 methods and 2 blocks "
-                                    f"(have {n_methods} and {n_blocks})")
+        return OmnibusResult(
+            name, n_methods, n_blocks, reason=f"needs at least 2 methods and 2 blocks (have {n_methods} and {n_blocks})"
+        )
     if not np.isfinite(matrix).all():
         raise ValueError("rank matrix has missing values: only methods ranked in every block may enter")
     if (matrix == matrix[:, :1]).all():
@@ -74,8 +77,9 @@ def friedman_test(matrix: np.ndarray) -> OmnibusResult:
     if n_methods == 2:
         wins = int((matrix[:, 0] < matrix[:, 1]).sum())
         decided = wins + int((matrix[:, 0] > matrix[:, 1]).sum())
-        return OmnibusResult("sign test", 2, n_blocks,
-                             statistic=float(wins), p_value=float(binomtest(wins, decided, 0.5).pvalue))
+        return OmnibusResult(
+            "sign test", 2, n_blocks, statistic=float(wins), p_value=float(binomtest(wins, decided, 0.5).pvalue)
+        )
     result = friedmanchisquare(*matrix.T)
     statistic, p_value = float(result.statistic), float(result.pvalue)
     if not (math.isfinite(statistic) and math.isfinite(p_value)):

@@ -51,8 +51,9 @@ def _hardware(provenance: dict[str, Any]) -> str:
     return text + (f" + {gpu['name']}" if gpu.get("name") else "")
 
 
-def snapshot(params: Any, name: str, *, records_dir: Path = RECORDS_DIR,
-             workflow_wall_time_s: float | None = None) -> Path:
+def snapshot(
+    params: Any, name: str, *, records_dir: Path = RECORDS_DIR, workflow_wall_time_s: float | None = None
+) -> Path:
     """Copy the active profile's run outputs into records_dir/name, replacing an older record.
 
     Built in a temporary directory beside the target and renamed into place, so a crash never
@@ -62,8 +63,9 @@ def snapshot(params: Any, name: str, *, records_dir: Path = RECORDS_DIR,
     scorecard = results / "scorecard"
     missing = [f for f in SCORECARD_FILES if not (scorecard / f).is_file()]
     if missing:
-        raise RecordError(f"{scorecard}: {', '.join(missing)} missing; run the workflow (or "
-                          f"`tabrepro scorecard`) before recording")
+        raise RecordError(
+            f"{scorecard}: {', '.join(missing)} missing; run the workflow (or `tabrepro scorecard`) before recording"
+        )
     target = Path(records_dir) / name
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
@@ -135,8 +137,10 @@ def _minutes(seconds: float | None) -> str:
 def _counts_rows(summary: dict[str, Any]) -> Iterable[str]:
     for paper, tables in summary.get("papers", {}).items():
         for table, tally in tables.items():
-            yield (f"| {paper} | {table} | {tally.get('consistent', 0)} | {tally.get('differs', 0)} | "
-                   f"{tally.get('undetermined', 0)} | {tally.get('not_run', 0)} | {tally.get('cells', 0)} |")
+            yield (
+                f"| {paper} | {table} | {tally.get('consistent', 0)} | {tally.get('differs', 0)} | "
+                f"{tally.get('undetermined', 0)} | {tally.get('not_run', 0)} | {tally.get('cells', 0)} |"
+            )
 
 
 def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) -> str:

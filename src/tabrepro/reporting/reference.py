@@ -84,9 +84,7 @@ def lookup(paper: str, table: str, dataset: str, method: str, metric: str) -> Pa
     return _index().get((paper, str(table), dataset, method, metric))
 
 
-def reference_methods(
-    paper: str, table: str, metric: str, datasets: Iterable[str] | None = None
-) -> list[str]:
+def reference_methods(paper: str, table: str, metric: str, datasets: Iterable[str] | None = None) -> list[str]:
     """Methods the paper reports in `table` for `metric`, in the order the CSV lists them."""
     frame = _select(paper, table, metric)
     if datasets is not None:
@@ -118,8 +116,6 @@ def reference_table_id(table_key: str, table_cfg: Mapping[str, Any] | None = Non
         return str(table_cfg["reference_table"])
     match = _TABLE_KEY.match(table_key)
     if match is None:
-        raise ValueError(
-            f"cannot derive the paper's table id from {table_key!r}; set `reference_table`"
-        )
+        raise ValueError(f"cannot derive the paper's table id from {table_key!r}; set `reference_table`")
     number = match["number"].replace("_", ".")
     return f"fig{number}" if match["prefix"] == "fig" else number

@@ -23,33 +23,57 @@ import numpy as np
 import pandas as pd
 
 from tabrepro.config import Job
-from tabrepro.errors import InputError
 from tabrepro.data.availability import FetchStatus, read_fetch_status, status_path
 from tabrepro.data.registry import get_source
 from tabrepro.data.table import atomic_write_bytes
+from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.reporting.reference import reference_table_id
-from tabrepro.reporting.tables import (DASH, Cell, TableView, build_view,
-                                       collect_current_results, dataset_group, decimals_for,
-                                       fold_frame, format_value)
+from tabrepro.reporting.tables import (
+    DASH,
+    Cell,
+    TableView,
+    build_view,
+    collect_current_results,
+    dataset_group,
+    decimals_for,
+    fold_frame,
+    format_value,
+)
 
-__all__ = ["CONSISTENT", "DIFFERS", "UNDETERMINED", "NOT_RUN", "VERDICTS", "Z_LIMIT", "ScoreCell",
-           "Scorecard", "ScorecardError", "build_scorecard", "judge", "render_markdown",
-           "summary", "write_scorecard", "cells_frame", "counts", "higher_is_better"]
+__all__ = [
+    "CONSISTENT",
+    "DIFFERS",
+    "UNDETERMINED",
+    "NOT_RUN",
+    "VERDICTS",
+    "Z_LIMIT",
+    "ScoreCell",
+    "Scorecard",
+    "ScorecardError",
+    "build_scorecard",
+    "judge",
+    "render_markdown",
+    "summary",
+    "write_scorecard",
+    "cells_frame",
+    "counts",
+    "higher_is_better",
+]
 
 Z_LIMIT = 2.0
 CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN = "consistent", "differs", "undetermined", "not run"
 VERDICTS = (CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN)
-COUNT_KEYS = {CONSISTENT: "consistent", DIFFERS: "differs", UNDETERMINED: "undetermined",
-              NOT_RUN: "not_run"}
+COUNT_KEYS = {CONSISTENT: "consistent", DIFFERS: "differs", UNDETERMINED: "undetermined", NOT_RUN: "not_run"}
 FILES = ("scorecard.md", "scorecard.csv", "summary.json")
 LOG_TAIL_BYTES = 4096
 LOG_LINE_CHARS = 200
 # Papers whose reported numbers were chosen by test score: the BiSHop thesis' code selects its
 # configuration on test (README "Selection"; docs/reproduction.md). Ours always selects on validation.
 SELECTED_ON = {"bishop": "test"}
-TEST_SELECTION_NOTE = ("the paper picked its configuration by test score, ours on validation: "
-                       "ours may sit below for that reason alone")
+TEST_SELECTION_NOTE = (
+    "the paper picked its configuration by test score, ours on validation: ours may sit below for that reason alone"
+)
 
 
 class ScorecardError(InputError, ValueError):
@@ -116,8 +140,9 @@ def higher_is_better(metric: str) -> bool | None:
     return False if metric.startswith("rank") else None
 
 
-def judge(ours: float | None, ours_se: float | None, paper: float | None, paper_se: float | None,
-          metric: str) -> Judgement:
+def judge(
+    ours: float | None, ours_se: float | None, paper: float | None, paper_se: float | None, metric: str
+) -> Judgement:
     """Verdict for one pair of numbers; never a z where neither side has a spread."""
     if ours is None:
         raise ValueError("judge needs our number; a cell without one is `not run`")
@@ -180,15 +205,13 @@ class _PaperContext:
 
     def expects(self, dataset: str, model: str) -> bool:
         """Whether the profile runs this model on this dataset."""
-        return (dataset in self.selected and model in self.models
-                and self.params.runs_on(self.paper, model, dataset))
+        return dataset in self.selected and model in self.models and self.params.runs_on(self.paper, model, dataset)
 
     def runs(self, dataset: str, model: str) -> _Runs:
         expected = tuple(self.params.folds(self.paper, dataset))
         done = self.by_job.get((dataset, model), {})
         present = tuple(k for k in expected if k in done)
-        failed = tuple((k, logs) for k in expected if k not in done
-                       if (logs := self._job_logs(dataset, model, k)))
+        failed = tuple((k, logs) for k in expected if k not in done if (logs := self._job_logs(dataset, model, k)))
         return _Runs(expected, present, failed)
 
     def _job_logs(self, dataset: str, model: str, fold: int) -> tuple[Path, ...]:
@@ -204,7 +227,10 @@ class _PaperContext:
                 n_configs = self.params.n_configs(self.paper, dataset, model)
             except ValueError:
                 n_configs = 0
-            candidates = [layout.select_log.path(job), *(layout.config_log.path(job, config=c) for c in range(n_configs))]
+            candidates = [
+                layout.select_log.path(job),
+                *(layout.config_log.path(job, config=c) for c in range(n_configs)),
+            ]
         return tuple(path for path in candidates if path.is_file())
 
     def not_run_reason(self, dataset: str, model: str | None) -> str | None:
@@ -237,8 +263,11 @@ class _PaperContext:
 def _failure_text(runs: _Runs) -> str:
     fold, logs = runs.failed[0]
     shown = ", ".join(str(path) for path in logs[:3]) + (f" and {len(logs) - 3} more" if len(logs) > 3 else "")
-    scope = "" if len(runs.failed) == 1 and len(runs.expected) == 1 else (
-        f"{len(runs.failed)} of {len(runs.expected)} folds failed; fold {fold}: ")
+    scope = (
+        ""
+        if len(runs.failed) == 1 and len(runs.expected) == 1
+        else (f"{len(runs.failed)} of {len(runs.expected)} folds failed; fold {fold}: ")
+    )
     return f"{scope}see {shown} (last line: {_last_line(logs[0])})"
 
 
@@ -288,13 +317,16 @@ def _paper_se(value: Any, runs: tuple[int, str] | None) -> tuple[float | None, s
         return value.spread, None
     if value.spread_kind == "sd" and runs is not None:
         count, unit = runs
-        return (value.spread / math.sqrt(count),
-                f"the paper's ± is a standard deviation: taken as SE = SD/√{count} with its {count} {unit}")
+        return (
+            value.spread / math.sqrt(count),
+            f"the paper's ± is a standard deviation: taken as SE = SD/√{count} with its {count} {unit}",
+        )
     return None, f"the paper's ± is of unknown kind ({value.spread_kind!r}): not used"
 
 
-def _ours_se(cell: Cell, spread_kind: str, folds: Mapping[int, Mapping[str, Any]]
-             ) -> tuple[float | None, str | None, str | None]:
+def _ours_se(
+    cell: Cell, spread_kind: str, folds: Mapping[int, Mapping[str, Any]]
+) -> tuple[float | None, str | None, str | None]:
     """Our standard error, what it is over, and a note when it is over seeds of one split."""
     if cell.count is not None and cell.count > 1 and cell.ours_spread is not None:
         se = cell.ours_spread if spread_kind == "se" else cell.ours_spread / math.sqrt(cell.count)
@@ -305,8 +337,11 @@ def _ours_se(cell: Cell, spread_kind: str, folds: Mapping[int, Mapping[str, Any]
         values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
         if len(values) > 1:
             se = float(np.std(values, ddof=1)) / math.sqrt(len(values))
-            return se, f"{len(values)} seeds", (f"our SE is over the {len(values)} seeds of one "
-                                                f"split (split-to-split variance not included)")
+            return (
+                se,
+                f"{len(values)} seeds",
+                (f"our SE is over the {len(values)} seeds of one split (split-to-split variance not included)"),
+            )
     return None, None, None
 
 
@@ -325,19 +360,40 @@ def _model_of(method: str, labels: Mapping[str, str]) -> str | None:
     return method if method in MODEL_NAMES else None
 
 
-def _cell(ctx: _PaperContext, key: str, view: TableView, column: str, method: str,
-          model: str | None, cell: Cell, **extra: Any) -> ScoreCell:
+def _cell(
+    ctx: _PaperContext, key: str, view: TableView, column: str, method: str, model: str | None, cell: Cell, **extra: Any
+) -> ScoreCell:
     """A ScoreCell with the fields every kind of cell shares filled in."""
     table_cfg = ctx.cfg["tables"][key]
     selected_on = SELECTED_ON.get(ctx.paper)
-    base = dict(paper=ctx.paper, table=key, reference_table=reference_table_id(key, table_cfg),
-                metric=cell.metric, column=column, method=method, model=model,
-                ours_mean=cell.ours_mean, ours_se=None, ours_se_basis=None, n=cell.count,
-                n_expected=None, paper_value=cell.paper.value if cell.paper else None,
-                paper_text=_paper_text(cell), paper_spread=cell.paper.spread if cell.paper else None,
-                paper_spread_kind=cell.paper.spread_kind if cell.paper else None, paper_se=None,
-                delta=None, z=None, verdict_class=NOT_RUN, verdict=NOT_RUN, better_or_worse=None,
-                paper_selected_on=selected_on, budget=None, reason=None, notes="")
+    base = dict(
+        paper=ctx.paper,
+        table=key,
+        reference_table=reference_table_id(key, table_cfg),
+        metric=cell.metric,
+        column=column,
+        method=method,
+        model=model,
+        ours_mean=cell.ours_mean,
+        ours_se=None,
+        ours_se_basis=None,
+        n=cell.count,
+        n_expected=None,
+        paper_value=cell.paper.value if cell.paper else None,
+        paper_text=_paper_text(cell),
+        paper_spread=cell.paper.spread if cell.paper else None,
+        paper_spread_kind=cell.paper.spread_kind if cell.paper else None,
+        paper_se=None,
+        delta=None,
+        z=None,
+        verdict_class=NOT_RUN,
+        verdict=NOT_RUN,
+        better_or_worse=None,
+        paper_selected_on=selected_on,
+        budget=None,
+        reason=None,
+        notes="",
+    )
     base.update(extra)
     return ScoreCell(**base)
 
@@ -350,8 +406,9 @@ def _paper_text(cell: Cell) -> str | None:
     return cell.paper.value_text if spread is None else f"{cell.paper.value_text} ± {spread}{kind}"
 
 
-def _judged(ours_mean: float, ours_se: float | None, paper_se: float | None, cell: Cell,
-            notes: list[str], metric: str) -> dict[str, Any]:
+def _judged(
+    ours_mean: float, ours_se: float | None, paper_se: float | None, cell: Cell, notes: list[str], metric: str
+) -> dict[str, Any]:
     """The verdict fields, plus the note on which side's spread z rests on."""
     result = judge(ours_mean, ours_se, cell.paper.value if cell.paper else None, paper_se, metric)
     if cell.paper is not None and result.z is not None:
@@ -359,8 +416,13 @@ def _judged(ours_mean: float, ours_se: float | None, paper_se: float | None, cel
             notes.append("the paper gives no spread: z uses ours alone")
         elif ours_se is None:
             notes.append("ours has no spread (one result): z uses the paper's alone")
-    return dict(delta=result.delta, z=result.z, verdict_class=result.verdict_class,
-                verdict=result.verdict, better_or_worse=result.better_or_worse)
+    return dict(
+        delta=result.delta,
+        z=result.z,
+        verdict_class=result.verdict_class,
+        verdict=result.verdict,
+        better_or_worse=result.better_or_worse,
+    )
 
 
 def _dataset_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell]:
@@ -380,8 +442,16 @@ def _dataset_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreC
     return cells
 
 
-def _dataset_cell(ctx: _PaperContext, key: str, view: TableView, dataset: str, method: str,
-                  model: str | None, cell: Cell, spread_kind: str) -> ScoreCell:
+def _dataset_cell(
+    ctx: _PaperContext,
+    key: str,
+    view: TableView,
+    dataset: str,
+    method: str,
+    model: str | None,
+    cell: Cell,
+    spread_kind: str,
+) -> ScoreCell:
     notes: list[str] = []
     if SELECTED_ON.get(ctx.paper) == "test":
         notes.append(TEST_SELECTION_NOTE)
@@ -397,8 +467,20 @@ def _dataset_cell(ctx: _PaperContext, key: str, view: TableView, dataset: str, m
     if cell.ours_mean is None:
         if reason is None:  # results exist, but none has this table's metric
             reason = f"no fold result has the metric {cell.metric!r}"
-        return _cell(ctx, key, view, dataset, method, model, cell, n_expected=n_expected,
-                     paper_se=paper_se, budget=budget, reason=reason, notes="; ".join(notes))
+        return _cell(
+            ctx,
+            key,
+            view,
+            dataset,
+            method,
+            model,
+            cell,
+            n_expected=n_expected,
+            paper_se=paper_se,
+            budget=budget,
+            reason=reason,
+            notes="; ".join(notes),
+        )
     folds = ctx.by_job.get((dataset, model), {}) if model is not None else {}
     ours_se, basis, ours_note = _ours_se(cell, spread_kind, folds)
     if runs is not None:
@@ -408,9 +490,22 @@ def _dataset_cell(ctx: _PaperContext, key: str, view: TableView, dataset: str, m
             notes.append(f"the metric is missing in {len(runs.present) - cell.count} of the fold results")
     notes += [note for note in (paper_note, ours_note) if note]
     verdict = _judged(cell.ours_mean, ours_se, paper_se, cell, notes, cell.metric)
-    return _cell(ctx, key, view, dataset, method, model, cell, ours_se=ours_se,
-                 ours_se_basis=basis, n_expected=n_expected, paper_se=paper_se, budget=budget,
-                 notes="; ".join(notes), **verdict)
+    return _cell(
+        ctx,
+        key,
+        view,
+        dataset,
+        method,
+        model,
+        cell,
+        ours_se=ours_se,
+        ours_se_basis=basis,
+        n_expected=n_expected,
+        paper_se=paper_se,
+        budget=budget,
+        notes="; ".join(notes),
+        **verdict,
+    )
 
 
 def _task_of(ctx: _PaperContext, dataset: str) -> str:
@@ -424,8 +519,11 @@ def _rank_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell
     group = table_cfg.get("group")
     cells = []
     for task, metric in table_cfg["rank_metrics"].items():
-        datasets = [d for d in ctx.cfg["datasets"] if _task_of(ctx, d) == task
-                    and (group is None or dataset_group(ctx.cfg, d) == str(group))]
+        datasets = [
+            d
+            for d in ctx.cfg["datasets"]
+            if _task_of(ctx, d) == task and (group is None or dataset_group(ctx.cfg, d) == str(group))
+        ]
         ranked = [m for m in view.methods if view.cells[(m, task)].paper is not None]
         gap = _rank_gap(ctx, task, metric, datasets, ranked)
         for method in view.methods:
@@ -435,17 +533,41 @@ def _rank_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell
             notes = [TEST_SELECTION_NOTE] if SELECTED_ON.get(ctx.paper) == "test" else []
             paper_se, paper_note = _paper_se(cell.paper, None)
             notes += [paper_note] if paper_note else []
-            common = dict(metric=_paper_metric(table_cfg, task), n_expected=len(datasets),
-                          paper_se=paper_se)
+            common = dict(metric=_paper_metric(table_cfg, task), n_expected=len(datasets), paper_se=paper_se)
             if gap is not None or cell.ours_mean is None:
                 reason = gap or "no results"
-                cells.append(_cell(ctx, key, view, task, method, _model_of(method, labels), cell,
-                                   reason=reason, notes="; ".join(notes), **common))
+                cells.append(
+                    _cell(
+                        ctx,
+                        key,
+                        view,
+                        task,
+                        method,
+                        _model_of(method, labels),
+                        cell,
+                        reason=reason,
+                        notes="; ".join(notes),
+                        **common,
+                    )
+                )
                 continue
             verdict = _judged(cell.ours_mean, cell.ours_spread, paper_se, cell, notes, "rank")
-            cells.append(_cell(ctx, key, view, task, method, _model_of(method, labels), cell,
-                               ours_se=cell.ours_spread, ours_se_basis="datasets",
-                               notes="; ".join(notes), **common, **verdict))
+            cells.append(
+                _cell(
+                    ctx,
+                    key,
+                    view,
+                    task,
+                    method,
+                    _model_of(method, labels),
+                    cell,
+                    ours_se=cell.ours_spread,
+                    ours_se_basis="datasets",
+                    notes="; ".join(notes),
+                    **common,
+                    **verdict,
+                )
+            )
     return cells
 
 
@@ -453,13 +575,13 @@ def _paper_metric(table_cfg: Mapping[str, Any], task: str) -> str:
     return (table_cfg.get("paper_metrics") or {}).get(task, f"rank_{task}")
 
 
-def _rank_gap(ctx: _PaperContext, task: str, metric: str, datasets: list[str],
-              methods: list[str]) -> str | None:
+def _rank_gap(ctx: _PaperContext, task: str, metric: str, datasets: list[str], methods: list[str]) -> str | None:
     """Why this task type's ranks cannot be compared with the paper's, or None when they can."""
     if not datasets:
         return f"the paper has no {task} dataset"
-    have = set(map(tuple, ctx.frame.loc[ctx.frame["metric"] == metric, ["dataset", "method"]]
-                   .drop_duplicates().to_numpy()))
+    have = set(
+        map(tuple, ctx.frame.loc[ctx.frame["metric"] == metric, ["dataset", "method"]].drop_duplicates().to_numpy())
+    )
     missing: dict[str, list[str]] = {}
     for dataset in datasets:
         status = ctx.fetch_status(dataset) if dataset in ctx.selected else None
@@ -469,12 +591,15 @@ def _rank_gap(ctx: _PaperContext, task: str, metric: str, datasets: list[str],
             missing.setdefault("data not obtainable", []).append(dataset)
         elif gone := [m for m in methods if (dataset, m) not in have]:
             missing.setdefault("each cell of the dataset tables says why", []).append(
-                f"{dataset}: no results for {', '.join(gone)}")
+                f"{dataset}: no results for {', '.join(gone)}"
+            )
     if not missing:
         return None
     detail = "; ".join(f"{', '.join(items)} ({why})" for why, items in missing.items())
-    return (f"ranks need results of all {len(methods)} ranked methods on every {task} dataset of "
-            f"the paper ({', '.join(datasets)}); missing: {detail}")
+    return (
+        f"ranks need results of all {len(methods)} ranked methods on every {task} dataset of "
+        f"the paper ({', '.join(datasets)}); missing: {detail}"
+    )
 
 
 # --------------------------------------------------------------------------- the whole card
@@ -524,10 +649,8 @@ def summary(card: Scorecard) -> dict[str, Any]:
     for paper in card.papers:
         mine = [c for c in card.cells if c.paper == paper]
         tables = dict.fromkeys(c.table for c in mine)
-        papers[paper] = {"all": counts(mine),
-                         **{t: counts(c for c in mine if c.table == t) for t in tables}}
-    return {"profile": card.profile, "all": counts(card.cells), "papers": papers,
-            "unobtainable": card.unobtainable}
+        papers[paper] = {"all": counts(mine), **{t: counts(c for c in mine if c.table == t) for t in tables}}
+    return {"profile": card.profile, "all": counts(card.cells), "papers": papers, "unobtainable": card.unobtainable}
 
 
 def cells_frame(card: Scorecard) -> pd.DataFrame:
@@ -595,21 +718,32 @@ VERDICT_RULE = (
     f"paper reports is turned into an SE with its number of folds or runs). Verdicts: "
     f"**consistent** |z| ≤ {Z_LIMIT:g}; **differs** (ours higher/lower, and whether that is better "
     f"or worse for the metric); **undetermined** where neither side has a spread or the paper "
-    f"reports no value; **not run** with the reason. Ours: mean ± SE over n folds (n/expected).")
+    f"reports no value; **not run** with the reason. Ours: mean ± SE over n folds (n/expected)."
+)
 
 
 def render_markdown(card: Scorecard) -> str:
     """The scorecard to read: counts first, then every table's cells."""
-    lines = [f"# Reproduction scorecard — profile `{card.profile}`", "", VERDICT_RULE, "",
-             "Only the datasets the profile selects appear; `tabrepro scorecard` rebuilds this page.",
-             "", "## Counts", ""]
+    lines = [
+        f"# Reproduction scorecard — profile `{card.profile}`",
+        "",
+        VERDICT_RULE,
+        "",
+        "Only the datasets the profile selects appear; `tabrepro scorecard` rebuilds this page.",
+        "",
+        "## Counts",
+        "",
+    ]
     rows = []
     for paper, stats in summary(card)["papers"].items():
         for table, tally in stats.items():
             rows.append([paper, table, *(tally[COUNT_KEYS[v]] for v in VERDICTS), tally["cells"]])
     lines += _md_table(["Paper", "Table", *VERDICTS, "cells"], rows) + ["", "## Datasets not obtainable", ""]
-    gone = [f"- {paper}/{dataset}: {error}" for paper, items in card.unobtainable.items()
-            for dataset, error in items.items()]
+    gone = [
+        f"- {paper}/{dataset}: {error}"
+        for paper, items in card.unobtainable.items()
+        for dataset, error in items.items()
+    ]
     lines += (gone or ["None."]) + [""]
     header = ["Column", "Method", "Ours", "n", "Paper", "Δ", "z", "Verdict", "Reason / notes"]
     for paper in card.papers:
@@ -624,10 +758,23 @@ def render_markdown(card: Scorecard) -> str:
             if not mine:
                 lines += ["_No cell: no selected dataset of this table's task types._", ""]
                 continue
-            lines += _md_table(header, ([c.column, c.method, ours_text(c), n_text(c),
-                                         c.paper_text or DASH, delta_text(c), z_text(c),
-                                         verdict_text(c), notes_text(c)]
-                                        for c in mine)) + [""]
+            lines += _md_table(
+                header,
+                (
+                    [
+                        c.column,
+                        c.method,
+                        ours_text(c),
+                        n_text(c),
+                        c.paper_text or DASH,
+                        delta_text(c),
+                        z_text(c),
+                        verdict_text(c),
+                        notes_text(c),
+                    ]
+                    for c in mine
+                ),
+            ) + [""]
     return "\n".join(lines)
 
 
@@ -644,4 +791,3 @@ def write_scorecard(card: Scorecard, out_dir: Path) -> list[Path]:
         atomic_write_bytes(out_dir / name, payloads[name])
         written.append(out_dir / name)
     return written
-

@@ -78,9 +78,11 @@ def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
         result = _read_result(path, paper)
         expected = params.job_digest(job)
         if result.get("params_digest") != expected:
-            raise ResultsError(f"{path}: written under other parameters (params_digest "
-                               f"{result.get('params_digest')!r}, params.yaml gives {expected!r}); "
-                               f"rerun that job (snakemake reruns it)")
+            raise ResultsError(
+                f"{path}: written under other parameters (params_digest "
+                f"{result.get('params_digest')!r}, params.yaml gives {expected!r}); "
+                f"rerun that job (snakemake reruns it)"
+            )
         results.append(result)
     return results
 
@@ -173,11 +175,7 @@ def _metric_rows(result: Mapping[str, Any], models: Mapping[str, str]) -> list[d
         "task": result["task"],
     }
     test = result["metrics"]["test"]
-    return [
-        {**base, "metric": metric, "value": value}
-        for metric, value in test.items()
-        if value is not None
-    ]
+    return [{**base, "metric": metric, "value": value} for metric, value in test.items() if value is not None]
 
 
 def _check_consistent(frame: pd.DataFrame) -> None:
@@ -185,9 +183,7 @@ def _check_consistent(frame: pd.DataFrame) -> None:
     duplicated = frame.duplicated(subset=["dataset", "model", "fold", "metric"])
     if duplicated.any():
         first = frame[duplicated].iloc[0]
-        raise ResultsError(
-            f"duplicate result for {first['dataset']}/{first['model']}/fold{first['fold']}"
-        )
+        raise ResultsError(f"duplicate result for {first['dataset']}/{first['model']}/fold{first['fold']}")
     tasks = frame.groupby("dataset")["task"].unique()
     mixed = {dataset: sorted(values) for dataset, values in tasks.items() if len(values) > 1}
     if mixed:
@@ -266,9 +262,7 @@ class TableView:
     empty_reason: str | None = None
 
 
-def _method_order(
-    models: Mapping[str, str], ours: Iterable[str], paper_only: Iterable[str]
-) -> list[str]:
+def _method_order(models: Mapping[str, str], ours: Iterable[str], paper_only: Iterable[str]) -> list[str]:
     """Paper labels in params order, then unlisted methods we ran, then paper-only methods."""
     ours_set, paper_set = set(ours), set(paper_only)
     ordered = list(dict.fromkeys([*models.values(), *sorted(ours_set), *paper_only]))
@@ -393,9 +387,7 @@ def _metric_view(
     metric = table_cfg["metric"]
     spread_kind = table_cfg.get("spread", "se")
     reference_id = reference_table_id(key, table_cfg)
-    datasets = _select_datasets(
-        table_cfg, paper, paper_cfg, reference_id, _dataset_tasks(frame), datasets_filter
-    )
+    datasets = _select_datasets(table_cfg, paper, paper_cfg, reference_id, _dataset_tasks(frame), datasets_filter)
     chosen = frame[(frame["metric"] == metric) & frame["dataset"].isin(datasets)]
     labels = paper_cfg.get("models", {})
     if table_cfg.get("models"):  # an ablation table: only its models, under its own labels
@@ -414,9 +406,7 @@ def _metric_view(
             cell = _metric_cell(summary, paper, reference_id, dataset, method, metric)
             cells[(method, dataset)] = cell
             if cell.ours_mean is not None or cell.paper is not None:
-                rows.append(
-                    _tidy_row(key, dataset, method, metric, cell, spread_kind, n_folds=cell.count)
-                )
+                rows.append(_tidy_row(key, dataset, method, metric, cell, spread_kind, n_folds=cell.count))
     return TableView(
         key=key, title=table_cfg.get("title", key),
         source=_source_line(paper, paper_cfg, reference_id), note=_note(spread_kind),
@@ -430,9 +420,7 @@ def _ablation_models(paper_cfg: Mapping[str, Any]) -> set[str]:
     return {m for t in paper_cfg.get("tables", {}).values() for m in t.get("models", {}) if m not in main}
 
 
-def _metric_cell(
-    summary: pd.DataFrame, paper: str, reference_id: str, dataset: str, method: str, metric: str
-) -> Cell:
+def _metric_cell(summary: pd.DataFrame, paper: str, reference_id: str, dataset: str, method: str, metric: str) -> Cell:
     paper_value = lookup(paper, reference_id, dataset, method, metric)
     if (dataset, method) not in summary.index:
         return Cell(metric=metric, paper=paper_value)
@@ -447,9 +435,7 @@ def _metric_cell(
     )
 
 
-def _empty_reason(
-    columns: Sequence[str], rows: Sequence[Any], table_cfg: Mapping[str, Any]
-) -> str | None:
+def _empty_reason(columns: Sequence[str], rows: Sequence[Any], table_cfg: Mapping[str, Any]) -> str | None:
     if not columns:
         tasks = ", ".join(table_cfg.get("tasks", TASKS))
         group = f" in group {table_cfg['group']}" if table_cfg.get("group") is not None else ""
@@ -477,9 +463,7 @@ def _rank_view(
     tasks = _dataset_tasks(frame)
     summary = summarize_folds(frame, "se")
     ranks = {
-        task: rank_methods(
-            summary[summary["dataset"].isin([d for d, t in tasks.items() if t == task])], metric
-        )
+        task: rank_methods(summary[summary["dataset"].isin([d for d, t in tasks.items() if t == task])], metric)
         for task, metric in rank_metrics.items()
     }
     paper_only = [
@@ -513,9 +497,7 @@ def _paper_metric(task: str, paper_metrics: Mapping[str, str]) -> str:
     return paper_metrics.get(task, f"rank_{task}")
 
 
-def _rank_cell(
-    ranks: pd.DataFrame, paper: str, reference_id: str, method: str, paper_metric: str
-) -> Cell:
+def _rank_cell(ranks: pd.DataFrame, paper: str, reference_id: str, method: str, paper_metric: str) -> Cell:
     paper_value = lookup(paper, reference_id, "all", method, paper_metric)
     mine = ranks.loc[ranks["method"] == method, "rank"]
     if mine.empty:
@@ -652,12 +634,8 @@ def render_latex(view: TableView, paper: str) -> str:
 
 def _latex_tabular(view: TableView) -> list[str]:
     count = "$n$" if view.count_label == "n" else latex_escape(view.count_label)
-    groups = " & ".join(
-        f"\\multicolumn{{3}}{{c}}{{{latex_escape(column)}}}" for column in view.columns
-    )
-    rules = " ".join(
-        f"\\cmidrule(lr){{{2 + 3 * i}-{4 + 3 * i}}}" for i in range(len(view.columns))
-    )
+    groups = " & ".join(f"\\multicolumn{{3}}{{c}}{{{latex_escape(column)}}}" for column in view.columns)
+    rules = " ".join(f"\\cmidrule(lr){{{2 + 3 * i}-{4 + 3 * i}}}" for i in range(len(view.columns)))
     subheader = " & ".join(["Method", *["Ours & Paper & " + count] * len(view.columns)])
     lines = [
         "\\begin{tabular}{l" + "rrr" * len(view.columns) + "}",

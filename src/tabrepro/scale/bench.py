@@ -49,8 +49,12 @@ __all__ = ["BENCH_PROFILE", "DATASETS", "TINY_BUDGETS", "bench_params", "main"]
 BENCH_PROFILE = "scale_bench"
 PAPER = "npt"
 # NPT paper dataset name -> registry source (the four large tables that have stand-ins)
-DATASETS: dict[str, str] = {"higgs": "higgs", "poker_hand": "poker_hand", "forest_cover": "forest_cover",
-                            "income": "census_income_kdd"}
+DATASETS: dict[str, str] = {
+    "higgs": "higgs",
+    "poker_hand": "poker_hand",
+    "forest_cover": "forest_cover",
+    "income": "census_income_kdd",
+}
 DEFAULT_MODELS = ("xgboost", "lightgbm", "catboost", "random_forest", "knn", "mlp", "tabnet", "npt", "bishop")
 PER_CONFIG_MODELS = ("npt", "bishop")
 # One configuration each, forced small: enough to load, encode, fit briefly and score every
@@ -81,10 +85,15 @@ def bench_params(base: dict[str, Any], datasets: list[str], models: list[str]) -
         "description": "scale benchmark: one tiny configuration per model on the stand-ins (tabrepro.scale.bench)",
         "max_configs": 1,
         "folds": [0],
-        "model_overrides": {m: {"max_configs": 1, "params": dict(TINY_BUDGETS[m]),
-                                "reason": "scale benchmark: tiny budget"} for m in models if m in TINY_BUDGETS},
-        "papers": {PAPER: {"datasets": list(datasets), "models": list(models)},
-                   **{p: {"datasets": [], "models": []} for p in raw["papers"] if p != PAPER}},
+        "model_overrides": {
+            m: {"max_configs": 1, "params": dict(TINY_BUDGETS[m]), "reason": "scale benchmark: tiny budget"}
+            for m in models
+            if m in TINY_BUDGETS
+        },
+        "papers": {
+            PAPER: {"datasets": list(datasets), "models": list(models)},
+            **{p: {"datasets": [], "models": []} for p in raw["papers"] if p != PAPER},
+        },
     }
     raw["profile"] = BENCH_PROFILE
     return raw
@@ -119,13 +128,26 @@ class Bench:
         self.params_path = self.work / "params.yaml"
         self.records: list[Record] = []
         self.params: Params | None = None  # the benchmark's parameters, once run() validated them
-        self.env = {**os.environ, "TABREPRO_DATA_DIR": str(self.data_dir),
-                    "TABREPRO_RESULTS_DIR": str(self.results_dir), ALLOW_ENV: "1"}
+        self.env = {
+            **os.environ,
+            "TABREPRO_DATA_DIR": str(self.data_dir),
+            "TABREPRO_RESULTS_DIR": str(self.results_dir),
+            ALLOW_ENV: "1",
+        }
 
     # ----------------------------------------------------------------- commands
     def _tabrepro(self, *arguments: str) -> list[str]:
-        return [sys.executable, "-m", "tabrepro", "--params", str(self.params_path), "--profile", BENCH_PROFILE,
-                "-q", *arguments]
+        return [
+            sys.executable,
+            "-m",
+            "tabrepro",
+            "--params",
+            str(self.params_path),
+            "--profile",
+            BENCH_PROFILE,
+            "-q",
+            *arguments,
+        ]
 
     def _run(self, name: str, command: list[str], model: str | None = None) -> StageResult:
         log = self.work / "logs" / f"{name}.log"
@@ -133,19 +155,46 @@ class Bench:
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[1:])}", flush=True)
         return run_measured(command, env=self.env, cwd=self.work, timeout_s=timeout, log_path=log)
 
-    def _record(self, dataset: str, rows: int, stage: str, model: str | None, result: StageResult,
-                job: dict[str, Any] | None = None) -> Record:
+    def _record(
+        self,
+        dataset: str,
+        rows: int,
+        stage: str,
+        model: str | None,
+        result: StageResult,
+        job: dict[str, Any] | None = None,
+    ) -> Record:
         error = "" if result.status == "ok" else result.output_tail[-1500:]
-        record = Record(dataset, DATASETS[dataset], rows, stage, model, result.status, result.wall_s,
-                        result.peak_rss_mb, result.tree_peak_rss_mb, job or {}, error,
-                        table_facts(self.data_dir / "processed" / DATASETS[dataset] / "schema.json",
-                                    self.data_dir / "splits" / PAPER / dataset / "splits.json"))
+        record = Record(
+            dataset,
+            DATASETS[dataset],
+            rows,
+            stage,
+            model,
+            result.status,
+            result.wall_s,
+            result.peak_rss_mb,
+            result.tree_peak_rss_mb,
+            job or {},
+            error,
+            table_facts(
+                self.data_dir / "processed" / DATASETS[dataset] / "schema.json",
+                self.data_dir / "splits" / PAPER / dataset / "splits.json",
+            ),
+        )
         if model is not None and not record.job.get("config"):  # stopped early: what it was running
-            record.job.update({"config": self._config(dataset, model),
-                               **{k: record.table[k] for k in ("n_train", "n_val", "n_test") if k in record.table}})
+            record.job.update(
+                {
+                    "config": self._config(dataset, model),
+                    **{k: record.table[k] for k in ("n_train", "n_val", "n_test") if k in record.table},
+                }
+            )
         self.records.append(record)
-        print(f"    -> {record.status}, {record.wall_s:.1f} s, peak RSS {record.peak_rss_mb / 1024:.2f} GiB "
-              f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)", flush=True)
+        print(
+            f"    -> {record.status}, {record.wall_s:.1f} s, peak RSS {record.peak_rss_mb / 1024:.2f} GiB "
+            f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)",
+            flush=True,
+        )
         self.save()
         return record
 
@@ -165,8 +214,20 @@ class Bench:
         if marker is not None and marker.rows == rows and marker.seed == self.args.seed:
             self._reused(dataset, rows, "generate")
         else:
-            command = [sys.executable, "-m", "tabrepro.scale.standins", "--dataset", source, "--rows", str(rows),
-                       "--seed", str(self.args.seed), "--out", str(raw_dir), "--force"]
+            command = [
+                sys.executable,
+                "-m",
+                "tabrepro.scale.standins",
+                "--dataset",
+                source,
+                "--rows",
+                str(rows),
+                "--seed",
+                str(self.args.seed),
+                "--out",
+                str(raw_dir),
+                "--force",
+            ]
             if self._record(dataset, rows, "generate", None, self._run(f"{dataset}.generate", command)).status != "ok":
                 return False
         if self.args.reuse_data and self._prepared(dataset, rows):
@@ -187,21 +248,28 @@ class Bench:
     def train_stages(self, dataset: str, rows: int, model: str) -> None:
         job_dir = self.results_dir / PAPER / dataset / model / "fold0"
         if model in PER_CONFIG_MODELS:
-            result = self._run(f"{dataset}.{model}.train-config",
-                               self._tabrepro("train-config", PAPER, dataset, model, "0", "0",
-                                              "--threads", str(self.args.threads)), model)
-            record = self._record(dataset, rows, "train-config", model, result,
-                                  _job_summary(job_dir / "config0" / "result.json"))
+            result = self._run(
+                f"{dataset}.{model}.train-config",
+                self._tabrepro("train-config", PAPER, dataset, model, "0", "0", "--threads", str(self.args.threads)),
+                model,
+            )
+            record = self._record(
+                dataset, rows, "train-config", model, result, _job_summary(job_dir / "config0" / "result.json")
+            )
             if record.status != "ok":
                 return
-            result = self._run(f"{dataset}.{model}.select",
-                               self._tabrepro("select", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
-                               model)
+            result = self._run(
+                f"{dataset}.{model}.select",
+                self._tabrepro("select", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
+                model,
+            )
             self._record(dataset, rows, "select", model, result, _job_summary(job_dir / "metrics.json"))
             return
-        result = self._run(f"{dataset}.{model}.train",
-                           self._tabrepro("train", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
-                           model)
+        result = self._run(
+            f"{dataset}.{model}.train",
+            self._tabrepro("train", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
+            model,
+        )
         self._record(dataset, rows, "train", model, result, _job_summary(job_dir / "metrics.json"))
 
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
@@ -230,9 +298,14 @@ class Bench:
     def save(self) -> None:
         if self.args.json is None:
             return
-        payload = {"rows_scale": self.args.rows_scale, "threads": self.args.threads, "seed": self.args.seed,
-                   "stage_timeout_s": self.args.stage_timeout, "machine": _machine(),
-                   "records": [asdict(r) for r in self.records]}
+        payload = {
+            "rows_scale": self.args.rows_scale,
+            "threads": self.args.threads,
+            "seed": self.args.seed,
+            "stage_timeout_s": self.args.stage_timeout,
+            "machine": _machine(),
+            "records": [asdict(r) for r in self.records],
+        }
         atomic_write_bytes(Path(self.args.json), (json.dumps(payload, indent=1) + "\n").encode())
 
 
@@ -249,11 +322,15 @@ def table_facts(schema_path: Path, splits_path: Path | None = None) -> dict[str,
     target = schema["target"]
     features = [c for c in schema["columns"] if c["name"] != target]
     target_column = next(c for c in schema["columns"] if c["name"] == target)
-    return {"n_rows": schema["n_rows"], "n_features": len(features),
-            "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
-            "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
-            "n_categorical": sum(c["kind"] == "categorical" for c in features),
-            "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0)), **split}
+    return {
+        "n_rows": schema["n_rows"],
+        "n_features": len(features),
+        "width": sum(len(c["levels"]) if c["kind"] == "categorical" else 1 for c in features),
+        "n_classes": 0 if schema["task"] == "regression" else len(target_column["levels"]),
+        "n_categorical": sum(c["kind"] == "categorical" for c in features),
+        "n_fixed_test_rows": int(schema.get("n_fixed_test_rows", 0)),
+        **split,
+    }
 
 
 def _job_summary(path: Path) -> dict[str, Any]:
@@ -265,7 +342,9 @@ def _job_summary(path: Path) -> dict[str, Any]:
     return {
         "wall_time_s": result.get("wall_time_s"),
         "peak_memory_mb": result.get("peak_memory_mb"),
-        "n_train": split.get("n_train"), "n_val": split.get("n_val"), "n_test": split.get("n_test"),
+        "n_train": split.get("n_train"),
+        "n_val": split.get("n_val"),
+        "n_test": split.get("n_test"),
         "metrics": result.get("metrics", {}),
         "config": result.get("selected_config", result.get("config")),
         "fit_info": result.get("fit_info") or (result.get("selection") or {}).get("fit_info"),
@@ -283,9 +362,14 @@ def _machine() -> dict[str, Any]:
                 memory = int(line.split()[1]) // 1024
     except OSError:
         pass
-    return {"cpu": info.get("cpu", {}).get("model"), "isa": info.get("cpu", {}).get("isa_level"),
-            "cores": os.cpu_count(), "memory_mb": memory, "platform": platform.platform(),
-            "commit": info.get("git_commit")}
+    return {
+        "cpu": info.get("cpu", {}).get("model"),
+        "isa": info.get("cpu", {}).get("isa_level"),
+        "cores": os.cpu_count(),
+        "memory_mb": memory,
+        "platform": platform.platform(),
+        "commit": info.get("git_commit"),
+    }
 
 
 # ---------------------------------------------------------------------------------- printing
@@ -295,14 +379,18 @@ def _gib(mb: float) -> str:
 
 def format_table(records: list[Record]) -> str:
     """Markdown: one row per stage, with the job's own recorded time and peak where it wrote one."""
-    lines = ["| dataset | rows | stage | model | status | wall (s) | peak RSS (GiB) | tree peak (GiB) | job-recorded s / GiB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| dataset | rows | stage | model | status | wall (s) | peak RSS (GiB) | tree peak (GiB) | job-recorded s / GiB |",  # noqa: E501
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         recorded = ""
         if r.job.get("wall_time_s") is not None:
             recorded = f"{r.job['wall_time_s']:.1f} / {_gib(r.job.get('peak_memory_mb') or 0)}"
-        lines.append(f"| {r.dataset} | {r.rows:,} | {r.stage} | {r.model or ''} | {r.status} | {r.wall_s:.1f} | "
-                     f"{_gib(r.peak_rss_mb)} | {_gib(r.tree_peak_rss_mb)} | {recorded} |")
+        lines.append(
+            f"| {r.dataset} | {r.rows:,} | {r.stage} | {r.model or ''} | {r.status} | {r.wall_s:.1f} | "
+            f"{_gib(r.peak_rss_mb)} | {_gib(r.tree_peak_rss_mb)} | {recorded} |"
+        )
     return "\n".join(lines)
 
 
@@ -325,23 +413,47 @@ def _model_timeout(text: str) -> tuple[str, float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tabrepro.scale.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--datasets", type=lambda t: _names(t, tuple(DATASETS), "dataset"), default=list(DATASETS),
-                        help=f"comma-separated NPT dataset names (default: {','.join(DATASETS)})")
-    parser.add_argument("--models", type=lambda t: _names(t, tuple(TINY_BUDGETS), "model"), default=list(DEFAULT_MODELS),
-                        help=f"comma-separated models (default: {','.join(DEFAULT_MODELS)})")
-    parser.add_argument("--rows-scale", type=float, default=1.0, help="fraction of each dataset's full size (default 1)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tabrepro.scale.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--datasets",
+        type=lambda t: _names(t, tuple(DATASETS), "dataset"),
+        default=list(DATASETS),
+        help=f"comma-separated NPT dataset names (default: {','.join(DATASETS)})",
+    )
+    parser.add_argument(
+        "--models",
+        type=lambda t: _names(t, tuple(TINY_BUDGETS), "model"),
+        default=list(DEFAULT_MODELS),
+        help=f"comma-separated models (default: {','.join(DEFAULT_MODELS)})",
+    )
+    parser.add_argument(
+        "--rows-scale", type=float, default=1.0, help="fraction of each dataset's full size (default 1)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="threads per train job (default 1, as the rules)")
     parser.add_argument("--seed", type=int, default=0, help="stand-in seed (default 0)")
     parser.add_argument("--stage-timeout", type=float, default=None, help="seconds after which a stage is stopped")
-    parser.add_argument("--model-timeout", type=_model_timeout, action="append", default=[], metavar="MODEL=SECONDS",
-                        help="a time limit for one model's stages (repeatable), e.g. npt=3600")
-    parser.add_argument("--work", type=Path, default=Path("scale-bench"),
-                        help="working directory for stand-ins, tables, splits, results, logs (default ./scale-bench)")
+    parser.add_argument(
+        "--model-timeout",
+        type=_model_timeout,
+        action="append",
+        default=[],
+        metavar="MODEL=SECONDS",
+        help="a time limit for one model's stages (repeatable), e.g. npt=3600",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("scale-bench"),
+        help="working directory for stand-ins, tables, splits, results, logs (default ./scale-bench)",
+    )
     parser.add_argument("--params", type=Path, default=REPO_ROOT / "params.yaml", help="params file to extend")
-    parser.add_argument("--reuse-data", action="store_true",
-                        help="skip prepare and split when the work directory already has them for this size")
+    parser.add_argument(
+        "--reuse-data",
+        action="store_true",
+        help="skip prepare and split when the work directory already has them for this size",
+    )
     parser.add_argument("--json", type=Path, help="write every record here (rewritten after each stage)")
     return parser
 

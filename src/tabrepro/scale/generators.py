@@ -66,8 +66,7 @@ def higgs_lines(rng: np.random.Generator, n: int, part: FilePart) -> str:
     s = signal.astype(np.float64)
     columns = [s]
     lepton_pt = _lognormal(rng, -0.12, 0.45, n)
-    columns += [lepton_pt, np.clip(rng.normal(0.0, 1.0, n), -2.434, 2.434),
-                rng.uniform(-_PHI_LIMIT, _PHI_LIMIT, n)]
+    columns += [lepton_pt, np.clip(rng.normal(0.0, 1.0, n), -2.434, 2.434), rng.uniform(-_PHI_LIMIT, _PHI_LIMIT, n)]
     columns += [_lognormal(rng, -0.1 + 0.05 * s, 0.55, n), rng.uniform(-_PHI_LIMIT, _PHI_LIMIT, n)]
     jet_pts = []
     for jet in range(4):
@@ -75,17 +74,16 @@ def higgs_lines(rng: np.random.Generator, n: int, part: FilePart) -> str:
         jet_pts.append(pt)
         p_btag = np.where(signal[:, None], (0.42, 0.13, 0.45), (0.58, 0.14, 0.28))
         btag = _BTAG_VALUES[(rng.random(n)[:, None] > np.cumsum(p_btag, axis=1)).sum(axis=1)]
-        columns += [pt, np.clip(rng.normal(0.0, 1.0, n), -2.97, 2.97),
-                    rng.uniform(-_PHI_LIMIT, _PHI_LIMIT, n), btag]
+        columns += [pt, np.clip(rng.normal(0.0, 1.0, n), -2.97, 2.97), rng.uniform(-_PHI_LIMIT, _PHI_LIMIT, n), btag]
     log_pair = 0.5 * (np.log(jet_pts[0]) + np.log(jet_pts[1]))
     columns += [
-        np.exp(0.4 * log_pair + rng.normal(0.0, 0.3, n)),                      # m_jj
-        _lognormal(rng, 0.0 + 0.04 * s, 0.3 - 0.1 * s, n),                     # m_jjj
-        _lognormal(rng, 0.0, 0.12 + 0.1 * (1 - s), n),                         # m_lv
-        _lognormal(rng, 0.02 + 0.05 * s, 0.3, n),                              # m_jlv
-        _lognormal(rng, 0.0 - 0.03 * s, 0.45 - 0.2 * s, n),                    # m_bb
-        _lognormal(rng, 0.0 - 0.05 * s, 0.35 - 0.12 * s, n),                   # m_wbb
-        _lognormal(rng, 0.0 - 0.08 * s, 0.35 - 0.12 * s, n),                   # m_wwbb
+        np.exp(0.4 * log_pair + rng.normal(0.0, 0.3, n)),  # m_jj
+        _lognormal(rng, 0.0 + 0.04 * s, 0.3 - 0.1 * s, n),  # m_jjj
+        _lognormal(rng, 0.0, 0.12 + 0.1 * (1 - s), n),  # m_lv
+        _lognormal(rng, 0.02 + 0.05 * s, 0.3, n),  # m_jlv
+        _lognormal(rng, 0.0 - 0.03 * s, 0.45 - 0.2 * s, n),  # m_bb
+        _lognormal(rng, 0.0 - 0.05 * s, 0.35 - 0.12 * s, n),  # m_wbb
+        _lognormal(rng, 0.0 - 0.08 * s, 0.35 - 0.12 * s, n),  # m_wwbb
     ]
     values = np.column_stack(columns).astype(np.float32).astype(np.float64)  # the file holds float32 values
     return "".join(_HIGGS_FORMAT % tuple(row) + "\n" for row in values.tolist())
@@ -183,10 +181,17 @@ def poker_lines(rng: np.random.Generator, n: int, part: FilePart) -> str:
 
 _COVER_SHARE = np.array([211840, 283301, 35754, 2747, 9493, 17367, 20510], dtype=np.float64)
 _COVER_ELEVATION = ((3128, 157), (2920, 190), (2394, 196), (2223, 102), (2787, 96), (2419, 188), (3361, 106))
-_COVER_WILDERNESS = np.array([  # area 1..4 per cover type (the areas' species differ)
-    [0.46, 0.08, 0.44, 0.02], [0.51, 0.04, 0.41, 0.04], [0.00, 0.00, 0.36, 0.64], [0.00, 0.00, 0.00, 1.00],
-    [0.40, 0.00, 0.60, 0.00], [0.00, 0.00, 0.45, 0.55], [0.33, 0.12, 0.55, 0.00],
-])
+_COVER_WILDERNESS = np.array(
+    [  # area 1..4 per cover type (the areas' species differ)
+        [0.46, 0.08, 0.44, 0.02],
+        [0.51, 0.04, 0.41, 0.04],
+        [0.00, 0.00, 0.36, 0.64],
+        [0.00, 0.00, 0.00, 1.00],
+        [0.40, 0.00, 0.60, 0.00],
+        [0.00, 0.00, 0.45, 0.55],
+        [0.33, 0.12, 0.55, 0.00],
+    ]
+)
 
 
 def _soil_probabilities() -> np.ndarray:
@@ -236,8 +241,16 @@ def covtype_lines(rng: np.random.Generator, n: int, part: FilePart) -> str:
 # ----------------------------------------------------------------------------------------------
 # Census-Income (KDD)
 
-_CENSUS_CONTINUOUS = ("age", "wage_per_hour", "capital_gains", "capital_losses", "dividends_from_stocks",
-                      "instance_weight", "num_persons_worked_for_employer", "weeks_worked_in_year")
+_CENSUS_CONTINUOUS = (
+    "age",
+    "wage_per_hour",
+    "capital_gains",
+    "capital_losses",
+    "dividends_from_stocks",
+    "instance_weight",
+    "num_persons_worked_for_employer",
+    "weeks_worked_in_year",
+)
 
 
 def _level_weights() -> dict[str, np.ndarray]:
@@ -254,12 +267,23 @@ def _level_weights() -> dict[str, np.ndarray]:
 
 _LEVEL_WEIGHTS = _level_weights()
 _EDUCATION_SCORE = {  # years of schooling, roughly: the label's strongest input
-    "Children": 0, "Less than 1st grade": 0, "1st 2nd 3rd or 4th grade": 3, "5th or 6th grade": 6,
-    "7th and 8th grade": 8, "9th grade": 9, "10th grade": 10, "11th grade": 11,
-    "12th grade no diploma": 11.5, "High school graduate": 12, "Some college but no degree": 13,
-    "Associates degree-occup /vocational": 14, "Associates degree-academic program": 14,
-    "Bachelors degree(BA AB BS)": 16, "Masters degree(MA MS MEng MEd MSW MBA)": 18,
-    "Prof school degree (MD DDS DVM LLB JD)": 19, "Doctorate degree(PhD EdD)": 20,
+    "Children": 0,
+    "Less than 1st grade": 0,
+    "1st 2nd 3rd or 4th grade": 3,
+    "5th or 6th grade": 6,
+    "7th and 8th grade": 8,
+    "9th grade": 9,
+    "10th grade": 10,
+    "11th grade": 11,
+    "12th grade no diploma": 11.5,
+    "High school graduate": 12,
+    "Some college but no degree": 13,
+    "Associates degree-occup /vocational": 14,
+    "Associates degree-academic program": 14,
+    "Bachelors degree(BA AB BS)": 16,
+    "Masters degree(MA MS MEng MEd MSW MBA)": 18,
+    "Prof school degree (MD DDS DVM LLB JD)": 19,
+    "Doctorate degree(PhD EdD)": 20,
 }
 
 
@@ -298,8 +322,16 @@ def census_lines(rng: np.random.Generator, n: int, part: FilePart) -> str:
         "weeks_worked_in_year": weeks,
     }
     schooling = np.array([_EDUCATION_SCORE[e] for e in columns["education"]], dtype=np.float64)
-    logit = (-9.2 + 0.32 * schooling + 0.045 * weeks + 0.9 * (columns["sex"] == "Male")
-             + 0.035 * np.minimum(age, 55) + 1.8 * (gains > 0) + 0.9 * (dividends > 0) - 4.0 * child)
+    logit = (
+        -9.2
+        + 0.32 * schooling
+        + 0.045 * weeks
+        + 0.9 * (columns["sex"] == "Male")
+        + 0.035 * np.minimum(age, 55)
+        + 1.8 * (gains > 0)
+        + 0.9 * (dividends > 0)
+        - 4.0 * child
+    )
     positive = rng.random(n) < 1.0 / (1.0 + np.exp(-logit))
     label = np.where(positive, census_levels.LABELS[1], census_levels.LABELS[0])
     order = _census_column_order()

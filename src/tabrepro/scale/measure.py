@@ -88,14 +88,27 @@ def _tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def run_measured(command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-                 timeout_s: float | None = None, log_path: Path, sample_interval_s: float = 0.5) -> StageResult:
+def run_measured(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout_s: float | None = None,
+    log_path: Path,
+    sample_interval_s: float = 0.5,
+) -> StageResult:
     """Run `command` to completion (or its time limit); stdout and stderr go to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with log_path.open("wb") as log:
-        process = subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
-                                   env=None if env is None else dict(env), start_new_session=True)
+        process = subprocess.Popen(
+            list(command),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
         sampler = _Sampler(process.pid, sample_interval_s)
         sampler.start()
         timed_out = threading.Event()
@@ -124,5 +137,12 @@ def run_measured(command: Sequence[str], *, env: Mapping[str, str] | None = None
     wall = time.perf_counter() - started
     code = process.returncode
     state = "timeout" if timed_out.is_set() else ("ok" if code == 0 else "failed")
-    return StageResult(tuple(command), state, code, round(wall, 2), round(usage.ru_maxrss / 1024.0, 1),
-                       round(sampler.peak / 2**20, 1), _tail(log_path))
+    return StageResult(
+        tuple(command),
+        state,
+        code,
+        round(wall, 2),
+        round(usage.ru_maxrss / 1024.0, 1),
+        round(sampler.peak / 2**20, 1),
+        _tail(log_path),
+    )

@@ -94,7 +94,8 @@ def _check_target_dir(dataset_dir: Path, names: list[str], force: bool) -> None:
     if present and read_marker(dataset_dir) is None:
         raise StandinRequestError(
             f"{dataset_dir} already holds {', '.join(present)} without a stand-in marker (real data?); "
-            f"choose another --out or pass --force to overwrite")
+            f"choose another --out or pass --force to overwrite"
+        )
 
 
 def _open_output(path: Path):
@@ -102,14 +103,12 @@ def _open_output(path: Path):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     raw = os.fdopen(fd, "wb")
     if path.name.endswith(".gz"):
-        stream = gzip.GzipFile(filename=path.name[:-3], mode="wb", fileobj=raw,
-                               compresslevel=GZIP_LEVEL, mtime=0)
+        stream = gzip.GzipFile(filename=path.name[:-3], mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
         return Path(tmp), raw, stream
     return Path(tmp), raw, raw
 
 
-def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, seed: int,
-                progress: bool) -> int:
+def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, seed: int, progress: bool) -> int:
     """Generate one file chunk by chunk; returns its size in bytes."""
     generator = GENERATORS[dataset]
     rng = np.random.default_rng(derive_seed(seed, "standin", dataset, plan.name))
@@ -121,8 +120,11 @@ def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, see
             n = min(CHUNK_ROWS, plan.rows - start)
             stream.write(generator(rng, n, FilePart(index, plan.rows, start)).encode("utf-8"))
             if progress and start and start % (20 * CHUNK_ROWS) == 0:
-                print(f"  {plan.name}: {start:,} of {plan.rows:,} rows ({time.perf_counter() - started:.0f} s)",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {plan.name}: {start:,} of {plan.rows:,} rows ({time.perf_counter() - started:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         if stream is not raw:
             stream.close()
         raw.flush()
@@ -136,8 +138,9 @@ def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, see
     return target.stat().st_size
 
 
-def write_standin(dataset: str, raw_dir: Path, *, rows: int | None = None, seed: int = 0,
-                  force: bool = False, progress: bool = False) -> StandinMarker:
+def write_standin(
+    dataset: str, raw_dir: Path, *, rows: int | None = None, seed: int = 0, force: bool = False, progress: bool = False
+) -> StandinMarker:
     """Write the stand-in files of `dataset` into raw_dir/<dataset>/ and mark them (STANDIN.json)."""
     if dataset not in GENERATORS:
         raise StandinRequestError(f"no stand-in for {dataset!r}; stand-ins exist for {', '.join(STANDIN_DATASETS)}")
@@ -158,9 +161,14 @@ def write_standin(dataset: str, raw_dir: Path, *, rows: int | None = None, seed:
         if created and not any(dataset_dir.iterdir()):
             dataset_dir.rmdir()
         raise
-    marker = StandinMarker(dataset=dataset, seed=seed, rows=sum(p.rows for p in plans),
-                           file_rows={p.name: p.rows for p in plans}, file_bytes=sizes,
-                           fixed_test_tail_rows=tail)
+    marker = StandinMarker(
+        dataset=dataset,
+        seed=seed,
+        rows=sum(p.rows for p in plans),
+        file_rows={p.name: p.rows for p in plans},
+        file_bytes=sizes,
+        fixed_test_tail_rows=tail,
+    )
     write_marker(dataset_dir, marker)
     return marker
 
@@ -176,12 +184,20 @@ def _row_count(source: DatasetSource, rows: int | None, scale: float | None) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tabrepro.scale.standins",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", required=True, choices=(*STANDIN_DATASETS, "all"),
-                        help="registry name of the dataset to imitate, or all four")
-    parser.add_argument("--out", type=Path, required=True,
-                        help="raw-data directory (files go to OUT/DATASET/), e.g. DATA_DIR/raw")
+    parser = argparse.ArgumentParser(
+        prog="python -m tabrepro.scale.standins",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        choices=(*STANDIN_DATASETS, "all"),
+        help="registry name of the dataset to imitate, or all four",
+    )
+    parser.add_argument(
+        "--out", type=Path, required=True, help="raw-data directory (files go to OUT/DATASET/), e.g. DATA_DIR/raw"
+    )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--rows", type=int, help="rows in all (default: the registry's full size)")
     size.add_argument("--rows-scale", type=float, help="fraction of the full size, e.g. 0.01")
@@ -198,10 +214,14 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             rows = _row_count(get_source(dataset), args.rows, args.rows_scale)
             marker = write_standin(dataset, args.out, rows=rows, seed=args.seed, force=args.force, progress=True)
-            sizes = ", ".join(f"{name} {marker.file_rows[name]:,} rows {marker.file_bytes[name] / 2**20:.1f} MiB"
-                              for name in marker.file_rows)
-            print(f"{args.out / dataset}: SYNTHETIC stand-in of {dataset} ({sizes}) in "
-                  f"{time.perf_counter() - started:.1f} s")
+            sizes = ", ".join(
+                f"{name} {marker.file_rows[name]:,} rows {marker.file_bytes[name] / 2**20:.1f} MiB"
+                for name in marker.file_rows
+            )
+            print(
+                f"{args.out / dataset}: SYNTHETIC stand-in of {dataset} ({sizes}) in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
     except InputError as error:
         print(f"tabrepro.scale.standins: error: {error}", file=sys.stderr)
         return 2
@@ -209,8 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     if data_dir is not None:
         print(f"prepare with: {ALLOW_ENV}=1 TABREPRO_DATA_DIR={data_dir} tabrepro prepare DATASET")
     else:
-        print(f"prepare with {ALLOW_ENV}=1 and TABREPRO_DATA_DIR set to the directory above {args.out} "
-              f"(prepare reads DATA_DIR/raw/DATASET)")
+        print(
+            f"prepare with {ALLOW_ENV}=1 and TABREPRO_DATA_DIR set to the directory above {args.out} "
+            f"(prepare reads DATA_DIR/raw/DATASET)"
+        )
     return 0
 
 
