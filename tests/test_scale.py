@@ -244,10 +244,18 @@ def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path):
 
 def test_a_stage_reports_its_own_peak_memory_and_a_timeout(tmp_path):
     grow = "import time; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(0.6)"
-    result = run_measured([sys.executable, "-c", grow], log_path=tmp_path / "grow.log")
-    assert result.status == "ok" and result.returncode == 0
-    assert 300 < result.peak_rss_mb < 600
-    assert result.tree_peak_rss_mb > 250  # the sampler saw it too
+    # Measured from a fresh small interpreter: Linux keeps a forked child's ru_maxrss across exec, so a
+    # child of this (large) pytest process would report at least pytest's own size.
+    driver = (
+        "import json, sys; from pathlib import Path; from tabrepro.scale.measure import run_measured; "
+        f"r = run_measured([sys.executable, '-c', {grow!r}], log_path=Path({str(tmp_path / 'grow.log')!r})); "
+        "print(json.dumps([r.status, r.returncode, r.peak_rss_mb, r.tree_peak_rss_mb]))"
+    )
+    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, check=True)
+    status, returncode, peak_rss_mb, tree_peak_rss_mb = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status == "ok" and returncode == 0
+    assert 300 < peak_rss_mb < 600
+    assert tree_peak_rss_mb > 250  # the sampler saw it too
     slow = run_measured(
         [sys.executable, "-c", "import time; time.sleep(30)"], log_path=tmp_path / "slow.log", timeout_s=1.0
     )
