@@ -25,7 +25,8 @@ from tabrepro.analysis.settings import (
     experiment_digest,
     settings_for,
 )
-from tabrepro.npt import NPTConfig, NPTModel, NPTTable, categorical, continuous
+from tabrepro.features import categorical, continuous
+from tabrepro.npt import NPTConfig, NPTNetwork, NPTTable
 from tabrepro.npt.masking import TEST, TRAIN, VAL
 
 torch.set_num_threads(1)
@@ -50,7 +51,7 @@ def make_context(n: int = 48, task: str = "regression", datapoint_attention: str
     values = np.column_stack([X, np.where(roles == TEST, np.nan, y)])
     table = NPTTable(attributes, torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(roles))
     torch.manual_seed(seed)
-    model = NPTModel(attributes, NPTConfig(**TINY, datapoint_attention=datapoint_attention))
+    model = NPTNetwork(attributes, NPTConfig(**TINY, datapoint_attention=datapoint_attention))
     return NPTContext(model=model, table=table, batches=[torch.arange(n)], task=task, labels=y, features=X)
 
 

@@ -16,14 +16,14 @@ from tabrepro.bishop import (
     AlphaEntmax,
     BiSHopConfig,
     BiSHopEstimator,
-    BiSHopModel,
+    BiSHopNetwork,
     BiSHopTrainer,
     PiecewiseLinearEncoding,
     TabularTensors,
 )
 from tabrepro.bishop.entmax import alpha_from_logit, entmax, entmax_bisect
-from tabrepro.bishop.estimator import split_features
 from tabrepro.bishop.trainer import STATE_FILE, WEIGHTS_FILE
+from tabrepro.features import FeatureLayout
 
 torch.set_num_threads(1)
 
@@ -216,8 +216,8 @@ def test_shapes_and_parameter_count_at_defaults():
     x_num = torch.randn(4, 30)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = BiSHopModel(BiSHopConfig(), (), 30, 2)
-        authors = BiSHopModel(BiSHopConfig(decoder_input_level=True), (), 30, 2)
+        model = BiSHopNetwork(BiSHopConfig(), (), 30, 2)
+        authors = BiSHopNetwork(BiSHopConfig(decoder_input_level=True), (), 30, 2)
     assert model.n_parameters() == 16_985_727
     assert authors.n_parameters() == 18_708_619
     head = sum(p.numel() for name, p in model.named_parameters() if name.startswith("head"))
@@ -236,7 +236,7 @@ def test_rows_are_independent_and_eval_decoder_sharing_is_exact():
     """Evaluation output of a row does not depend on the other rows of the batch (the decoder's
     first block runs once for the whole batch in eval mode)."""
     data = toy_data(6)
-    model = BiSHopModel(tiny(), (3,), 3, 2)
+    model = BiSHopNetwork(tiny(), (3,), 3, 2)
     model.fit_encoding(data.x_cat, data.x_num)
     model.eval()
     with torch.no_grad():
@@ -255,7 +255,7 @@ def test_rows_are_independent_and_eval_decoder_sharing_is_exact():
     torch.testing.assert_close(together, per_row, rtol=1e-5, atol=1e-6)
 
 
-def _per_row_decode(model: BiSHopModel, encoded: list[torch.Tensor]) -> torch.Tensor:
+def _per_row_decode(model: BiSHopNetwork, encoded: list[torch.Tensor]) -> torch.Tensor:
     """The straightforward decoder: E_pos expanded over the batch, every level per row."""
     batch = encoded[0].shape[0]
     memories = encoded if model.config.decoder_input_level else encoded[1:]
@@ -267,7 +267,7 @@ def _per_row_decode(model: BiSHopModel, encoded: list[torch.Tensor]) -> torch.Te
     return total.flatten(-2)
 
 
-def _train_outputs_and_grads(model: BiSHopModel, data: TabularTensors):
+def _train_outputs_and_grads(model: BiSHopNetwork, data: TabularTensors):
     model.zero_grad(set_to_none=True)
     model.dropout_generator = torch.Generator().manual_seed(7)
     out = model(data.x_cat, data.x_num)
@@ -285,7 +285,7 @@ def test_shared_decoder_input_fast_path_matches_per_row_computation(overrides, m
     data = toy_data(12)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(3)
-        model = BiSHopModel(tiny(**overrides), (3,), 3, 2)
+        model = BiSHopNetwork(tiny(**overrides), (3,), 3, 2)
     model.fit_encoding(data.x_cat, data.x_num)
     model.train()
     fast_out, fast_grads = _train_outputs_and_grads(model, data)
@@ -299,7 +299,7 @@ def test_shared_decoder_input_fast_path_matches_per_row_computation(overrides, m
 
 def test_fused_residual_dropout_matches_plain_dropout():
     from tabrepro.bishop.model import add_dropped
-    from tabrepro.npt.model import DropoutSource, dropout
+    from tabrepro.nn.dropout import DropoutSource, dropout
 
     x = torch.randn(4, 5, 3, 8, requires_grad=True)
     branch = torch.randn(4, 5, 3, 8, requires_grad=True)
@@ -326,7 +326,7 @@ def test_clipping_folded_into_fused_adam_matches_clip_grad_norm(max_norm):
     trainer.prepare(data)
     model, optimizer = trainer.model, trainer.optimizer
     reference = {k: v.clone() for k, v in model.state_dict().items()}
-    reference_model = BiSHopModel(trainer.config, (3,), 3, 2)
+    reference_model = BiSHopNetwork(trainer.config, (3,), 3, 2)
     reference_model.load_state_dict(reference)
     reference_optimizer = torch.optim.Adam(reference_model.parameters(), lr=1e-2, fused=True)
     for m, opt in ((model, None), (reference_model, reference_optimizer)):
@@ -366,7 +366,7 @@ ABLATIONS = [
 @pytest.mark.parametrize("overrides", ABLATIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def test_every_ablation_switch_builds_and_runs(overrides):
     data = toy_data(10, cards=(3, 2))
-    model = BiSHopModel(tiny(**overrides), (3, 2), 3, 2)
+    model = BiSHopNetwork(tiny(**overrides), (3, 2), 3, 2)
     model.fit_encoding(data.x_cat, data.x_num)
     model.dropout_generator = torch.Generator().manual_seed(0)
     model.train()
@@ -385,7 +385,7 @@ def test_every_ablation_switch_builds_and_runs(overrides):
 
 
 def test_a_single_feature_works():
-    model = BiSHopModel(tiny(), (), 1, 3)
+    model = BiSHopNetwork(tiny(), (), 1, 3)
     x_cat, x_num = torch.zeros((5, 0), dtype=torch.long), torch.randn(5, 1)
     model.fit_encoding(x_cat, x_num)
     model.train()
@@ -395,7 +395,7 @@ def test_a_single_feature_works():
 
 
 def test_missing_categories_and_numbers_are_handled():
-    model = BiSHopModel(tiny(), (3,), 2, 2)
+    model = BiSHopNetwork(tiny(), (3,), 2, 2)
     x_cat = torch.tensor([[0], [-1], [2]])
     x_num = torch.tensor([[0.1, float("nan")], [1.0, 2.0], [float("nan"), -1.0]])
     model.fit_encoding(x_cat, x_num)
@@ -567,9 +567,14 @@ def _encoded_matrix(n: int, seed: int = 0):
     return X, y, groups
 
 
-def test_split_features_decodes_the_project_matrix():
+def test_feature_layout_decodes_the_project_matrix():
     X, _, groups = _encoded_matrix(50)
-    x_cat, x_num, cards = split_features(X, groups)
+    layout = FeatureLayout.from_groups(groups)
+    x_cat, x_num, cards = (
+        layout.category_codes(X),
+        layout.continuous_values(X).astype(np.float32),
+        layout.category_counts,
+    )
     assert cards == (3, 2) and x_cat.shape == (50, 2) and x_num.shape == (50, 2)
     missing = X[:, 1:4].sum(1) == 0
     assert (x_cat[missing, 0] == -1).all()
@@ -583,7 +588,7 @@ def test_estimator_fit_predict_and_save_weights(tmp_path: Path):
     est = BiSHopEstimator(
         "classification", tiny(lr=3e-3, max_epochs=10, batch_size=48), n_classes=2, checkpoint_dir=tmp_path / "ckpt"
     )
-    est.fit(X[:240], y[:240], X[240:300], y[240:300], feature_groups=groups)
+    est.fit(X[:240], y[:240], X[240:300], y[240:300], layout=FeatureLayout.from_groups(groups))
     proba = est.predict_proba(X[300:])
     assert proba.shape == (60, 2)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-12)
@@ -595,7 +600,7 @@ def test_estimator_fit_predict_and_save_weights(tmp_path: Path):
     assert "ple.edges" in state and all(isinstance(v, torch.Tensor) for v in state.values())
 
     reg = BiSHopEstimator("regression", tiny(max_epochs=2))
-    reg.fit(X[:100], X[:100, 5], None, None, feature_groups=groups)
+    reg.fit(X[:100], X[:100, 5], None, None, layout=FeatureLayout.from_groups(groups))
     assert reg.predict(X[300:]).shape == (60,)
     with pytest.raises(AttributeError):
         reg.predict_proba(X[:3])

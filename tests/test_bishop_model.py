@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tabrepro.features import FeatureLayout
 from tabrepro.models.base import FitContext
 from tabrepro.models.bishop import ABLATIONS
 from tabrepro.models.registry import get_model_class
@@ -43,7 +44,11 @@ def test_bishop_fits_through_the_interface_and_saves_weights(task, tmp_path):
     X, y, groups = tiny_data(task)
     model = get_model_class("bishop")(task, TINY, seed=3, n_classes=2 if task == "binary" else None)
     model.fit(
-        X[:150], y[:150], X[150:], y[150:], context=FitContext(feature_groups=groups, work_dir=tmp_path / "state")
+        X[:150],
+        y[:150],
+        X[150:],
+        y[150:],
+        context=FitContext(feature_layout=FeatureLayout.from_groups(groups), work_dir=tmp_path / "state"),
     )
     out = model.predict_proba(X[150:]) if task == "binary" else model.predict(X[150:])
     assert out.shape[0] == 50 and np.isfinite(out).all()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from tabrepro.models.base import CategoricalLayout, FitContext, TabularModel
+from tabrepro.features import FeatureLayout
+from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.ft_transformer import FTTransformerModel
 from tabrepro.models.resnet import ResNetModel
 from tabrepro.models.tabnet import TabNetModel, _ghost_batch_size
@@ -35,7 +36,7 @@ SMALL_PARAMS: dict[str, dict] = {
 TASKS = ("binary", "multiclass", "regression")
 # Two continuous features, a 3-level categorical one-hot group, one more continuous feature.
 GROUPS = (("continuous", 1), ("continuous", 1), ("categorical", 3), ("continuous", 1))
-CONTEXT = FitContext(feature_groups=GROUPS)
+CONTEXT = FitContext(feature_layout=FeatureLayout.from_groups(GROUPS))
 
 
 def _problem(task: str) -> tuple[np.ndarray, ...]:
@@ -154,17 +155,17 @@ def test_categorical_groups_are_embedded_as_one_feature() -> None:
     assert plain._network.cat_embeddings is None  # no feature groups: every column continuous
 
 
-def test_categorical_layout_codes_and_checks() -> None:
-    layout = CategoricalLayout.from_groups((("categorical", 2), ("continuous", 1)), 3)
+def test_feature_layout_codes_and_checks() -> None:
+    layout = FeatureLayout.from_groups((("categorical", 2), ("continuous", 1)))
     X = np.array([[1, 0, 0.5], [0, 1, -1.0], [0, 0, 2.0]], dtype=np.float32)
-    np.testing.assert_array_equal(layout.codes(X), [[0], [1], [2]])
-    assert layout.cardinalities == [3] and layout.categorical_features == (0,)
+    np.testing.assert_array_equal(layout.embedding_codes(X), [[0], [1], [2]])
+    assert layout.embedding_sizes == [3] and layout.categorical_features == (0,)
     np.testing.assert_array_equal(layout.per_feature(X), [[0, 0.5], [1, -1.0], [2, 2.0]])
-    assert CategoricalLayout.from_groups(None, 4).categorical_features == ()
+    assert FitContext().layout_for(4).categorical_features == ()
     with pytest.raises(ValueError, match="cover"):
-        CategoricalLayout.from_groups((("categorical", 2),), 3)
+        FitContext(feature_layout=FeatureLayout.from_groups((("categorical", 2),))).layout_for(3)
     with pytest.raises(ValueError, match="one column"):
-        CategoricalLayout.from_groups((("continuous", 2),), 2)
+        FeatureLayout.from_groups((("continuous", 2),))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from conftest import write_params as write_profile
 from tabrepro import feature_sparsity as fs
 from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
+from tabrepro.features import FeatureLayout
 
 
 def write_params(tmp_path: Path, sparsity: dict | None = None) -> Path:
@@ -56,12 +57,12 @@ def test_importance_is_summed_over_a_features_encoded_columns_and_finds_the_sign
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5))
     y = (X[:, 3] > 0).astype(int)  # column 3 = the second column of feature "b" (width 3)
-    groups = (("a", 1), ("b", 3), ("c", 1))
-    importance = fs.attribute_importance(X, y, groups, "binary", seed=0, n_trees=30)
+    layout = FeatureLayout.from_groups((("continuous", 1), ("categorical", 3), ("continuous", 1)))
+    importance = fs.attribute_importance(X, y, layout, "binary", seed=0, n_trees=30)
     assert importance.shape == (3,) and importance.argmax() == 1
     assert importance.sum() == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="cover 4 columns"):
-        fs.attribute_importance(X, y, (("a", 1), ("b", 3)), "binary", seed=0, n_trees=5)
+    with pytest.raises(ValueError, match="covers 4 columns"):
+        fs.attribute_importance(X, y, layout.select([0, 1]), "binary", seed=0, n_trees=5)
 
 
 def test_removal_orders_and_counts():
@@ -83,9 +84,9 @@ def test_restricting_features_removes_whole_one_hot_blocks(prepared):
     _, _, params = prepared
     data = load_fold(params, Job("npt", "breast_cancer", "knn", 0))
     wide = fs.restrict_features(data, [0, 2])
-    assert wide.X.shape == (data.X.shape[0], 2) and wide.feature_groups == (
-        data.feature_groups[0],
-        data.feature_groups[2],
+    assert wide.X.shape == (data.X.shape[0], 2) and wide.feature_layout.features == (
+        data.feature_layout.features[0],
+        data.feature_layout.features[2],
     )
     np.testing.assert_array_equal(wide.X[:, 1], data.X[:, 2])
     # A one-hot block (width 3) goes or stays as a whole.
@@ -94,11 +95,12 @@ def test_restricting_features_removes_whole_one_hot_blocks(prepared):
     grouped = dataclasses.replace(
         data,
         X=np.arange(12.0).reshape(2, 6),
-        feature_groups=(("continuous", 1), ("categorical", 3), ("categorical", 2)),
-        feature_names=("x", "cat", "z"),
+        feature_layout=FeatureLayout.from_groups(
+            (("continuous", 1), ("categorical", 3), ("categorical", 2)), names=("x", "cat", "z")
+        ),
     )
     narrow = fs.restrict_features(grouped, [1])
-    assert narrow.X.tolist() == [[1, 2, 3], [7, 8, 9]] and narrow.feature_names == ("cat",)
+    assert narrow.X.tolist() == [[1, 2, 3], [7, 8, 9]] and narrow.feature_layout.names == ("cat",)
 
 
 # ------------------------------------------------------------------------------ settings

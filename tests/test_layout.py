@@ -114,26 +114,25 @@ def test_params_shorthands_and_environment_overrides(repo_params, monkeypatch, t
     assert replace(elsewhere.layout, logs=Path("L")).train_log.path(job) == Path("L/train/npt/boston/knn/fold0.log")
 
 
-def test_modules_that_name_files_agree_with_the_layout():
-    from tabrepro import splits, training
-    from tabrepro.analysis import runner
-    from tabrepro.data import availability, table
-    from tabrepro.reporting import html, scorecard
-    from tabrepro.reporting import tables as reporting_tables
+def test_only_the_layout_spells_the_file_names():
+    """Every module takes a run's file names from tabrepro.layout: none spells one as a literal."""
+    names = [value for key, value in vars(layout_module).items() if key.endswith("_FILE") and isinstance(value, str)]
+    assert "metrics.json" in names and "splits.json" in names
+    src = Path(layout_module.__file__).parent
+    offenders = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "layout.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        offenders += [
+            f"{path.relative_to(src)}: {name}" for name in names if f'"{name}"' in text or f"'{name}'" in text
+        ]
+    assert offenders == []
 
-    assert training.RESULT_FILE == runner.RESULT_FILE == layout_module.RESULT_FILE
-    assert training.PREDICTIONS_FILE == layout_module.PREDICTIONS_FILE
-    assert training.WEIGHTS_FILE == layout_module.WEIGHTS_FILE
-    assert reporting_tables.RESULT_FILE == layout_module.METRICS_FILE
-    assert availability.STATUS_FILE == layout_module.FETCH_STATUS_FILE
-    assert (table.TABLE_FILE, table.SCHEMA_FILE) == (layout_module.TABLE_FILE, layout_module.SCHEMA_FILE)
-    assert splits.MANIFEST_FILE == layout_module.SPLIT_MANIFEST_FILE
+
+def test_split_fold_path_matches_the_layout():
+    from tabrepro import splits
+
     assert splits.fold_path(Path("d"), 7) == RunLayout(Path("x"), Path("r"), Path("l")).split_fold.path(
         paper="p", dataset="d", fold=7
     ).relative_to("x/splits/p")
-    layout = RunLayout(Path("x"), Path("r"), Path("l"))
-    assert layout.report_index.path().name == html.INDEX
-    assert (
-        tuple(p.path().name for p in (layout.scorecard_markdown, layout.scorecard_csv, layout.scorecard_summary))
-        == scorecard.FILES
-    )

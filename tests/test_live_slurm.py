@@ -101,6 +101,29 @@ def copy_workflow_with_profile(dest: Path) -> Path:
     return dest
 
 
+def first_request(work: Path, rule: str, fold: int):
+    """What the workflow in `work` asks Slurm for at a job's first attempt (tabrepro.resources)."""
+    from tabrepro.config import Params
+    from tabrepro.resources import JobSizer
+
+    wildcards = {"paper": "npt", "dataset": "breast_cancer", "model": "npt", "fold": fold, "config": 0}
+    return JobSizer(Params.from_file(work / "params.yaml")).request(rule, wildcards)
+
+
+def slurm_mb(value: str) -> int:
+    """`scontrol show job`'s memory ('8000M', '1.50G', '3G') in MB."""
+    number, unit = float(value[:-1]), value[-1]
+    return round(number * {"M": 1, "G": 1024, "T": 1024 * 1024}[unit])
+
+
+def slurm_minutes(value: str) -> int:
+    """`scontrol show job`'s time limit ('12:00:00', '1-00:00:00', '45:00') in minutes."""
+    days, _, clock = value.rpartition("-")
+    parts = [int(x) for x in clock.split(":")]
+    hours, minutes, seconds = ([0] * (3 - len(parts)) + parts)[-3:]
+    return (int(days or 0) * 24 + hours) * 60 + minutes + (seconds > 0)
+
+
 def last_step(log: Path) -> int:
     try:
         steps = re.findall(r"npt step (\d+)/\d+", log.read_text())
@@ -342,9 +365,13 @@ def test_cancelled_npt_job_is_retried_resumes_and_matches_an_uninterrupted_run(l
     assert [j.state for j in attempts] == ["CANCELLED", "COMPLETED"], [j.fields for j in attempts]
     first, retry = attempts
     assert first.id == intr.job_id
-    # The retry is attempt 2: the rule's memory and time grew (8000 MB x attempt, 720 min x attempt).
-    assert (first.get("MinMemoryNode"), retry.get("MinMemoryNode")) == ("8000M", "16000M")
-    assert (first.get("TimeLimit"), retry.get("TimeLimit")) == ("12:00:00", "1-00:00:00")
+    # Attempt 1 asked for what params.yaml's resources policy gives this job; the retry (attempt 2)
+    # for twice the memory and time.
+    request = first_request(live.work, "train_config", fold=CANCELLED_FOLD)
+    assert slurm_mb(first.get("MinMemoryNode")) == request.mem_mb, first.fields
+    assert slurm_minutes(first.get("TimeLimit")) == request.runtime_min, first.fields
+    assert slurm_mb(retry.get("MinMemoryNode")) == 2 * request.mem_mb, retry.fields
+    assert slurm_minutes(retry.get("TimeLimit")) == 2 * request.runtime_min, retry.fields
     _resumed_step(live, CANCELLED_FOLD)
     _assert_same_weights_as_reference(live, CANCELLED_FOLD)
 

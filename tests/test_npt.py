@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from tabrepro.npt import NPTConfig, NPTModel, NPTTable, NPTTrainer, categorical, continuous
-from tabrepro.npt.estimator import NPTEstimator, decode_features
+from tabrepro.features import FeatureLayout, categorical, continuous
+from tabrepro.nn.dropout import dropout_mask
+from tabrepro.npt import NPTConfig, NPTNetwork, NPTTable, NPTTrainer
+from tabrepro.npt.estimator import NPTEstimator
 from tabrepro.npt.masking import TEST, TRAIN, VAL, batch_plan, draw_masks, entry_losses, feature_loss_weight, npt_loss
-from tabrepro.npt.model import dropout_mask
 from tabrepro.npt.optim import Lamb, Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 
@@ -30,7 +31,7 @@ def make_table(
     values = torch.randn((n, len(attributes)), generator=generator)
     for j, attribute in enumerate(attributes):
         if attribute.is_categorical:
-            values[:, j] = torch.randint(0, attribute.n_classes, (n,), generator=generator).float()
+            values[:, j] = torch.randint(0, attribute.n_categories, (n,), generator=generator).float()
     if attributes[-1].is_categorical:  # a learnable target
         values[:, -1] = (values[:, 0] + values[:, 2] > 0).float()
     if missing_rate:
@@ -70,7 +71,7 @@ def weights_equal(a: dict, b: dict) -> bool:
 def test_rows_permutation_equivariance(options):
     config = NPTConfig(**TINY, **options)
     torch.manual_seed(0)
-    model = NPTModel(ATTRIBUTES, config).eval()
+    model = NPTNetwork(ATTRIBUTES, config).eval()
     table = make_table(40)
     permutation = torch.randperm(40)
     with torch.no_grad():
@@ -81,14 +82,14 @@ def test_rows_permutation_equivariance(options):
 
 
 def test_model_structure_and_ablation_switch():
-    model = NPTModel(ATTRIBUTES, NPTConfig(**TINY))
+    model = NPTNetwork(ATTRIBUTES, NPTConfig(**TINY))
     assert model.block_kinds == ("abd", "aba", "abd", "aba")
     assert model.blocks[0].width == 5 * 8 and model.blocks[1].width == 8
     out = model.forward_codes(make_table(10).inputs, make_table(10).input_missing)
     assert [tuple(o.shape) for o in out] == [(10, 1), (10, 3), (10, 1), (10, 1), (10, 2)]
-    rowwise = NPTModel(ATTRIBUTES, NPTConfig(**{**TINY, "datapoint_attention": "rowwise"}))
+    rowwise = NPTNetwork(ATTRIBUTES, NPTConfig(**{**TINY, "datapoint_attention": "rowwise"}))
     assert not rowwise.blocks[0].attend and not hasattr(rowwise.blocks[0], "qkv")
-    identity = NPTModel(ATTRIBUTES, NPTConfig(**{**TINY, "datapoint_attention": "identity"}))
+    identity = NPTNetwork(ATTRIBUTES, NPTConfig(**{**TINY, "datapoint_attention": "identity"}))
     assert identity.block_kinds == ("aba", "aba")
     # Without attention between datapoints a row's prediction ignores every other row.
     rowwise.eval()
@@ -100,7 +101,7 @@ def test_model_structure_and_ablation_switch():
 
 
 def test_masked_values_never_reach_the_model():
-    model = NPTModel(ATTRIBUTES, NPTConfig(**TINY)).eval()
+    model = NPTNetwork(ATTRIBUTES, NPTConfig(**TINY)).eval()
     table = make_table(20)
     mask = torch.zeros_like(table.input_missing)
     mask[:, 2] = True
@@ -116,8 +117,8 @@ def test_masked_values_never_reach_the_model():
 
 def test_onednn_linear_matches_plain_linear():
     torch.manual_seed(0)
-    fast = NPTModel(ATTRIBUTES, NPTConfig(**TINY, onednn_linear=True)).eval()
-    plain = NPTModel(ATTRIBUTES, NPTConfig(**TINY, onednn_linear=False)).eval()
+    fast = NPTNetwork(ATTRIBUTES, NPTConfig(**TINY, onednn_linear=True)).eval()
+    plain = NPTNetwork(ATTRIBUTES, NPTConfig(**TINY, onednn_linear=False)).eval()
     plain.load_state_dict(fast.state_dict())
     table = make_table(30)
     outs = []
@@ -218,8 +219,8 @@ def test_masking_rates_and_90_10_rule():
     for j, attribute in enumerate(attributes):
         drawn = draw.values[randomised[:, j], j]
         if attribute.is_categorical:
-            counts = torch.bincount(drawn.long(), minlength=attribute.n_classes).float()
-            assert counts.numel() == attribute.n_classes
+            counts = torch.bincount(drawn.long(), minlength=attribute.n_categories).float()
+            assert counts.numel() == attribute.n_categories
             assert float(counts.min() / counts.max()) > 0.6
         else:
             assert abs(float(drawn.mean())) < 0.15 and abs(float(drawn.std()) - 1) < 0.15
@@ -474,8 +475,8 @@ def test_resume_refuses_an_unknown_checkpoint_format(tmp_path: Path):
 
 @pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"), reason="no oneDNN linear op in this build")
 def test_flop_counter_counts_the_onednn_linear():
-    from tabrepro.npt.model import Linear
-    from tabrepro.torch_utils import flop_counter
+    from tabrepro.nn.bench import flop_counter
+    from tabrepro.nn.kernels import Linear
 
     layer = Linear(16, 8, onednn=True)
     with flop_counter() as counter:
@@ -553,7 +554,7 @@ def train_lookup(datapoint_attention: str, steps: int = 1200) -> float:
         datapoint_attention=datapoint_attention,
     )
     torch.manual_seed(0)
-    model = NPTModel(attributes, config)
+    model = NPTNetwork(attributes, config)
     optimizer, schedule = build_optimizer(model, config), LRSchedule.from_config(config)
     generator = torch.Generator().manual_seed(0)
     no_features = torch.zeros((64, 5), dtype=torch.bool)
@@ -595,21 +596,19 @@ def encoded_data(n: int, seed: int):
 
 
 def test_estimator_fit_predict():
-    groups = [("continuous", 1), ("categorical", 3), ("continuous", 1)]
+    layout = FeatureLayout.from_groups([("continuous", 1), ("categorical", 3), ("continuous", 1)])
     X, y, y_reg = encoded_data(70, 0)
-    decoded = decode_features(X[:3], groups)
+    decoded = layout.decode(X[:3])
     assert decoded.shape == (3, 3) and set(decoded[:, 1]) <= {0.0, 1.0, 2.0}
     config = NPTConfig(**TINY, max_steps=6)
-    clf = NPTEstimator("classification", config).fit(
-        X[:40], y[:40], X[40:55], y[40:55], attributes=groups, X_test=X[55:]
-    )
+    clf = NPTEstimator("classification", config).fit(X[:40], y[:40], X[40:55], y[40:55], layout=layout, X_test=X[55:])
     proba = clf.predict_proba(X[55:])
     assert proba.shape == (15, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert np.array_equal(clf.predict(X[55:]), proba.argmax(axis=1))
     # X_test given at fit: the same table the trainer evaluated during training.
     trainer_outputs = clf.trainer_.target_outputs()[clf.trainer_.table.rows(TEST)]
     assert np.allclose(np.log(proba), torch.log_softmax(trainer_outputs, 1).double().numpy(), atol=1e-5)
-    reg = NPTEstimator("regression", config).fit(X[:40], y_reg[:40], X[40:55], y_reg[40:55], attributes=groups)
+    reg = NPTEstimator("regression", config).fit(X[:40], y_reg[:40], X[40:55], y_reg[40:55], layout=layout)
     prediction = reg.predict(X[55:])
     assert prediction.shape == (15,) and np.isfinite(prediction).all()
     with pytest.raises(AttributeError):

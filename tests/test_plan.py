@@ -23,7 +23,7 @@ from tabrepro.costmodel import (
     memory_terms,
 )
 from tabrepro.models.registry import get_model_class
-from tabrepro.plan import Planner, compare, job_resources, resources_for, within
+from tabrepro.plan import Planner, compare, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
 from tabrepro.splits import make_split
 
@@ -81,9 +81,16 @@ def test_the_plan_uses_the_jobs_own_candidate_lists(quick_planner):
     assert quick_planner.configs("npt", "breast_cancer", "xgboost") == job_configs(quick_planner.params, job, "binary")
 
 
-def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs():
+ENTRY_POINTS = {
+    "tabrepro plan": lambda profile: [sys.executable, "-m", "tabrepro", "--profile", profile, "plan"],
+    "python -m tabrepro.plan": lambda profile: [sys.executable, "-m", "tabrepro.plan", "--profile", profile],
+}
+
+
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs(entry):
     done = subprocess.run(
-        [sys.executable, "-m", "tabrepro.plan", "--profile", "paper"],
+        ENTRY_POINTS[entry]("paper"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -104,9 +111,10 @@ def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs():
         )
 
 
-def test_a_bad_profile_is_one_line_and_exit_2():
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+def test_a_bad_profile_is_one_line_and_exit_2(entry):
     done = subprocess.run(
-        [sys.executable, "-m", "tabrepro.plan", "--profile", "nope"],
+        ENTRY_POINTS[entry]("nope"),
         capture_output=True,
         text=True,
         timeout=120,
@@ -226,33 +234,6 @@ def test_random_forest_memory_grows_with_its_trees():
         memory_terms("random_forest", {"n_estimators": 1000}, shape)["state"]
         > 50 * memory_terms("random_forest", {"n_estimators": 10}, shape)["state"]
     )
-
-
-# ----------------------------------------------------------------------------------------------
-# resources
-
-
-def test_resources_grow_with_the_dataset_and_gpu_models_ask_for_a_gpu():
-    params = Params.from_file(PARAMS, profile="paper")
-    planner = Planner(params, _prior_model(), DatasetFacts([], None))
-    small = job_resources(params, Job("npt", "breast_cancer", "xgboost", 0), planner=planner)
-    large = job_resources(params, Job("npt", "higgs", "xgboost", 0), planner=planner)
-    assert large.mem_mb > small.mem_mb and large.runtime_min > small.runtime_min
-    assert large.threads >= small.threads == 1 and small.gpus == large.gpus == 0
-    npt = job_resources(params, Job("npt", "higgs", "npt", 0), "train_config", 0, planner=planner)
-    assert npt.gpus == 1
-    assert job_resources(params, Job("npt", "higgs", "npt", 0), "select", planner=planner).runtime_min < npt.runtime_min
-
-
-def test_long_cpu_jobs_get_more_threads_and_a_shorter_runtime():
-    from tabrepro.plan import JobEstimate
-
-    short = resources_for(JobEstimate("train", "boosting_hist", False, 600.0, 0.0, 100.0, 1))
-    long = resources_for(JobEstimate("train", "boosting_hist", False, 40 * 3600.0, 0.0, 100.0, 1))
-    serial = resources_for(JobEstimate("train", "boosting_exact", False, 40 * 3600.0, 0.0, 100.0, 1))
-    assert short.threads == 1 and long.threads > 1 and serial.threads == 1
-    assert long.runtime_min < serial.runtime_min
-    assert short.mem_mb % 256 == 0 and short.mem_mb >= 100 + 512
 
 
 # ----------------------------------------------------------------------------------------------

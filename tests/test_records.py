@@ -42,8 +42,14 @@ class _FakeParams:
 
         return [Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "knn", 1)]
 
+    @property
+    def layout(self):
+        from tabrepro.layout import RunLayout
+
+        return RunLayout(self.results_dir.parent / "data", self.results_dir, self.results_dir.parent / "logs")
+
     def job_dir(self, job):
-        return self.results_dir / job.paper / job.dataset / job.model / f"fold{job.fold}"
+        return self.layout.job_dir.path(job)
 
     def tables_dir(self, paper):
         return self.results_dir / "tables" / paper

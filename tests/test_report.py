@@ -57,19 +57,20 @@ def _write_json(path: Path, payload: dict) -> None:
 
 def _fake_npt_fold(params, fold: int) -> None:
     """Weights of an untrained tiny NPT for the fold's attribute layout, and its metrics.json."""
-    from tabrepro.analysis.common import feature_attributes
     from tabrepro.data.table import load_table
-    from tabrepro.npt import NPTConfig, NPTModel, categorical
+    from tabrepro.features import categorical
+    from tabrepro.npt import NPTConfig, NPTNetwork
+    from tabrepro.npt.estimator import feature_attributes
     from tabrepro.preprocessing import Preprocessor
     from tabrepro.provenance import provenance
     from tabrepro.splits import fold_path, load_split
 
     table = load_table(params.processed_dir("breast_cancer"))
     split = load_split(fold_path(params.split_dir("npt", "breast_cancer"), fold))
-    groups = Preprocessor().fit(table.frame, table.schema, split.train).feature_groups
+    layout = Preprocessor().fit(table.frame, table.schema, split.train).feature_layout
     selected = {"embed_dim": 4, "n_layers": 2, "n_heads": 1, "max_steps": 10}
     torch.manual_seed(fold)
-    model = NPTModel((*feature_attributes(groups), categorical(2, "target")), NPTConfig(**selected))
+    model = NPTNetwork((*feature_attributes(layout), categorical(2, "target")), NPTConfig(**selected))
     job_dir = Path(params.results_dir) / "npt" / "breast_cancer" / "npt" / f"fold{fold}"
     job_dir.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), job_dir / "weights.pt")

@@ -32,6 +32,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimators_pickle, estimator_checks_generator
 from sklearn.utils.validation import check_is_fitted
 
+from tabrepro.features import FeatureLayout
 from tabrepro.models import base
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.bishop import ABLATIONS
@@ -72,8 +73,13 @@ CHEAP: dict[str, dict[str, Any]] = {
 DEEP = ("tabnet", "ft_transformer", "resnet", "npt", "bishop")
 
 
+# Registered variants: one model's code with a setting fixed (BiSHop's ablations, NPT-ISAB). They
+# run the scikit-learn checks of the current API only, plus pickling, under their family's budget.
+VARIANTS = {**dict.fromkeys(ABLATIONS, "bishop"), "npt_isab": "npt"}
+
+
 def cheap_params(name: str) -> dict[str, Any]:
-    return dict(CHEAP["bishop" if name in ABLATIONS else name])
+    return dict(CHEAP[VARIANTS.get(name, name)])
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,7 @@ TABNET_PICKLE = Exemption(
 
 def exemptions(name: str, task: str) -> dict[str, Exemption]:
     """The checks `name` is exempt from for `task` (docs/sklearn.md lists the same)."""
-    family = "bishop" if name in ABLATIONS else name
+    family = VARIANTS.get(name, name)
     out = {"check_do_not_raise_errors_in_init_or_set_params": VALIDATES_AT_CONSTRUCTION}
     if family in DEEP:
         quality = f"check_{'classifiers' if task == 'classification' else 'regressors'}_train"
@@ -162,7 +168,7 @@ def estimator_check_cases() -> Iterator[Any]:
         for task in ("classification", "regression"):
             model = cls(task, cheap_params(name), seed=0)
             exempt = exemptions(name, task)
-            ablation = name in ABLATIONS
+            ablation = name in VARIANTS
             checks = [check for _, check in estimator_checks_generator(model, legacy=not ablation)]
             if ablation:
                 checks.append(partial(check_estimators_pickle, type(model).__name__))
@@ -171,7 +177,7 @@ def estimator_check_cases() -> Iterator[Any]:
                 marks = []
                 if exemption:
                     marks.append(pytest.mark.xfail(strict=exemption.strict, reason=exemption.reason))
-                if (name if name not in ABLATIONS else "bishop") in DEEP:
+                if VARIANTS.get(name, name) in DEEP:
                     marks.append(pytest.mark.slow)  # torch models: ~2 of the file's ~3 CPU-minutes
                 yield pytest.param(model, check, marks=marks, id=f"{name}-{task}-{_check_id(check)}")
 
@@ -192,7 +198,7 @@ def test_every_exemption_names_a_check_that_exists() -> None:
     known = {
         _check_name(check)
         for name, cls in MODEL_REGISTRY.items()
-        if name not in ABLATIONS
+        if name not in VARIANTS
         for task in ("classification", "regression")
         for _, check in estimator_checks_generator(cls(task, cheap_params(name), seed=0))
     }
@@ -253,7 +259,7 @@ def test_clone_and_set_params_keep_the_workflow_result_bit_for_bit(name: str, ta
     def outputs(fitted: TabularModel) -> np.ndarray:
         return fitted.predict_proba(X_test) if task == "binary" else fitted.predict(X_test)
 
-    context = FitContext(feature_groups=GROUPS)
+    context = FitContext(feature_layout=FeatureLayout.from_groups(GROUPS))
     results = [outputs(m.fit(X, y, X_val, y_val, context=context)) for m in (model, twin, rebuilt)]
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])

@@ -21,6 +21,8 @@
     tabrepro record [NAME] [--wall-time S]       copy the run into docs/records/NAME; regenerate the
                                                  README's records block and docs/reproduction.md's table
     tabrepro record --check                      are both current, and has every differing cell a cause?
+    tabrepro plan [--compare]                    the profile's compute plan: configurations, fits, CPU-/GPU-
+                                                 hours and peak memory per paper x dataset x model, totals
 
 Errors in inputs (params.yaml, dataset and model names, downloads, missing prepared data, a
 configuration a library refuses, files that cannot be read or written) end the command with one
@@ -323,6 +325,23 @@ def cmd_record(args: argparse.Namespace) -> None:
     print(f"{args.readme} and {audit['doc']} regenerated from the records")
 
 
+def cmd_plan(args: argparse.Namespace) -> None:
+    """The compute plan of the active profile (tabrepro.plan), from the calibrated cost model."""
+    from tabrepro.plan import run_plan
+
+    print(
+        run_plan(
+            _params(args),
+            args.params,
+            measured_dirs=args.measured,
+            data_dirs=args.data_dir,
+            gpu_tflops=args.gpu_tflops,
+            compare_only=args.compare,
+            show_calibration=args.calibration,
+        )
+    )
+
+
 def cmd_scorecard(args: argparse.Namespace) -> None:
     """Judge every table cell against the paper; exit 0 even when cells differ (it is a report)."""
     from tabrepro.reporting.scorecard import build_scorecard, summary, write_scorecard
@@ -586,6 +605,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paper", nargs="?", help="default: the profile's feature_sparsity paper")
     p = add("report", cmd_report, "build the static HTML report (tables, figures, analysis, provenance)")
     p.add_argument("--output-dir", type=Path, help="report directory (default: results/report)")
+    p = add(
+        "plan",
+        cmd_plan,
+        "the active profile's compute plan (e.g. --profile paper): per paper x dataset x model the "
+        "configurations, fits, CPU-hours, GPU-hours and peak memory, and totals, from a cost model "
+        "calibrated on the committed run records and scale benchmarks",
+    )
+    p.add_argument(
+        "--measured", type=Path, action="append", default=[], help="a further run's results/ to calibrate on"
+    )
+    p.add_argument("--data-dir", type=Path, action="append", default=[], help="a data/ whose prepared shapes to use")
+    p.add_argument("--gpu-tflops", type=float, help="assumed sustained GPU TFLOP/s (default: the cost model's)")
+    p.add_argument("--compare", action="store_true", help="predicted vs measured time for every measured job")
+    p.add_argument("--calibration", action="store_true", help="print the calibrated weights first")
     return parser
 
 

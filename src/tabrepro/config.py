@@ -24,6 +24,7 @@ import yaml
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.layout import RunLayout
+from tabrepro.tasks import task_family
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
@@ -253,15 +254,14 @@ class Params:
 
         raw = self.raw
         spaces = raw["search_spaces"]
-        family = {"binary": "classification", "multiclass": "classification", "regression": "regression"}
         used: dict[tuple[str, str], set[str]] = {}  # (space, model) -> task families using that entry
         for cfg in raw["papers"].values():
             for entry in cfg["datasets"].values():
                 chain = extends_chain(spaces, entry["search_space"], self.source)
-                task_family = family[sources[entry["source"]].task]
+                family = task_family(sources[entry["source"]].task)
                 for model in {m for name in chain for m in spaces[name] if m != "extends"}:
                     owner = next(name for name in chain if model in spaces[name])
-                    used.setdefault((owner, model), set()).add(task_family)
+                    used.setdefault((owner, model), set()).add(family)
 
         def check(where: str, model: str, params: dict, families: set[str] | None) -> None:
             problem = check_params(model, params, families, _did_you_mean)
@@ -282,12 +282,12 @@ class Params:
                     check(f"{where}.variants.{variant}", model, overrides or {}, families)
         for profile, pcfg in raw["profiles"].items():
             for model, override in (pcfg.get("model_overrides") or {}).items():
-                families = self._override_families(profile, model, sources, family)
+                families = self._override_families(profile, model, sources)
                 check(
                     f"profiles.{profile}.model_overrides.{model}.params", model, override.get("params") or {}, families
                 )
 
-    def _override_families(self, profile: str, model: str, sources: dict, family: dict[str, str]) -> set[str]:
+    def _override_families(self, profile: str, model: str, sources: dict) -> set[str]:
         """Task families of the datasets on which a profile runs a model (empty when none)."""
         found = set()
         for paper, sel in self.raw["profiles"][profile]["papers"].items():
@@ -295,7 +295,7 @@ class Params:
             models = self.all_models(paper) if sel["models"] == "all" else sel["models"]
             datasets = list(cfg["datasets"]) if sel["datasets"] == "all" else sel["datasets"]
             if model in models:
-                found.update(family[sources[cfg["datasets"][d]["source"]].task] for d in datasets)
+                found.update(task_family(sources[cfg["datasets"][d]["source"]].task) for d in datasets)
         return found
 
     # ----------------------------------------------------------------------------- accessors

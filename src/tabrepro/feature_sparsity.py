@@ -36,8 +36,9 @@ import numpy as np
 from tqdm import tqdm
 
 from tabrepro.config import Job, Params
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
+from tabrepro.features import FeatureLayout
+from tabrepro.io import atomic_write, write_json
 from tabrepro.seeding import derive_seed
 
 __all__ = [
@@ -166,7 +167,7 @@ def curve_files(params: Params, paper: str) -> dict[str, Path]:
 def attribute_importance(
     X_train: np.ndarray,
     y_train: np.ndarray,
-    feature_groups: tuple[tuple[str, int], ...],
+    layout: FeatureLayout,
     task: str,
     seed: int,
     n_trees: int,
@@ -180,12 +181,10 @@ def attribute_importance(
 
     kind = RandomForestRegressor if task == "regression" else RandomForestClassifier
     forest = kind(n_estimators=n_trees, random_state=seed, n_jobs=n_jobs).fit(X_train, y_train)
-    widths = [width for _, width in feature_groups]
-    if sum(widths) != X_train.shape[1]:
-        raise ValueError(f"feature groups cover {sum(widths)} columns, the matrix has {X_train.shape[1]}")
-    bounds = np.cumsum([0, *widths])
+    if layout.n_columns != X_train.shape[1]:
+        raise ValueError(f"the feature layout covers {layout.n_columns} columns, the matrix has {X_train.shape[1]}")
     columns = forest.feature_importances_
-    return np.array([columns[a:b].sum() for a, b in zip(bounds[:-1], bounds[1:])])
+    return np.array([columns[a : a + f.columns].sum() for a, f in zip(layout.starts, layout.features)])
 
 
 def removal_sequence(order: str, importance: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -205,15 +204,10 @@ def n_removed(fraction: float, n_features: int) -> int:
 
 
 def restrict_features(data: Any, keep: list[int]) -> Any:
-    """The fold (training.FoldData) with only the features `keep` (indices into its groups)."""
-    bounds = np.cumsum([0, *(width for _, width in data.feature_groups)])
-    columns = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in keep])
-    return dataclasses.replace(
-        data,
-        X=np.ascontiguousarray(data.X[:, columns]),
-        feature_groups=tuple(data.feature_groups[i] for i in keep),
-        feature_names=tuple(data.feature_names[i] for i in keep),
-    )
+    """The fold (training.FoldData) with only the features `keep` (indices into its layout)."""
+    layout = data.feature_layout
+    columns = np.concatenate([np.arange(layout.starts[i], layout.starts[i] + layout.features[i].columns) for i in keep])
+    return dataclasses.replace(data, X=np.ascontiguousarray(data.X[:, columns]), feature_layout=layout.select(keep))
 
 
 def _point_key(order: str, fraction: float) -> str:
@@ -266,11 +260,11 @@ def run_curve(
             log.info("resuming %s: %d point(s) done", out_path, len(done))
 
     tr, va, te = data.split.train, data.split.val, data.split.test
-    names = list(data.feature_names)
+    names = list(data.feature_layout.names)
     importance = attribute_importance(
         data.X[tr],
         data.y[tr],
-        data.feature_groups,
+        data.feature_layout,
         data.task,
         derive_seed(params.seed, *job.names(), "importance"),
         settings.importance_trees,
@@ -312,9 +306,7 @@ def run_curve(
         key = json.dumps(sorted(removed))
         if key not in done:
             done[key] = fit_point(removed, key)
-            atomic_write_bytes(
-                partial_path, json.dumps({"identity": identity, "points": done}, sort_keys=True).encode()
-            )
+            write_json(partial_path, {"identity": identity, "points": done}, indent=None)
         metric = done[key]["test"].get(settings.metric)
         if metric is None:
             raise SparsityError(
@@ -353,7 +345,7 @@ def run_curve(
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "provenance": provenance(threads=n_jobs),
     }
-    atomic_write_bytes(out_path, (json.dumps(result, indent=2, sort_keys=True) + "\n").encode())
+    write_json(out_path, result)
     partial_path.unlink(missing_ok=True)
     return out_path
 
@@ -420,7 +412,7 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     labels = params.paper(paper)["models"]
     curves.insert(1, "label", [labels.get(m, m) for m in curves["model"]])
     files = curve_files(params, paper)
-    atomic_write_bytes(files["csv"], curves.to_csv(index=False, float_format="%.6g").encode())
+    atomic_write(files["csv"], curves.to_csv(index=False, float_format="%.6g"))
     figures.sparsity_curves(
         curves.to_dict("records"),
         files["png"],
@@ -438,5 +430,5 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
         "unobtainable": unobtainable,
         "curves": curves.to_dict("records"),
     }
-    atomic_write_bytes(files["summary"], (json.dumps(summary, indent=2, sort_keys=True, default=float) + "\n").encode())
+    write_json(files["summary"], summary, default=float)
     return files

@@ -35,6 +35,9 @@ FETCH_STATUS_FILE = "fetch_status.json"
 TABLE_FILE = "table.parquet"
 SCHEMA_FILE = "schema.json"
 SPLIT_MANIFEST_FILE = "splits.json"
+SCORECARD_MARKDOWN_FILE, SCORECARD_CSV_FILE, SCORECARD_SUMMARY_FILE = "scorecard.md", "scorecard.csv", "summary.json"
+SCORECARD_FILES = (SCORECARD_MARKDOWN_FILE, SCORECARD_CSV_FILE, SCORECARD_SUMMARY_FILE)
+REPORT_INDEX_FILE = "index.html"
 
 
 class PathPattern(str):
@@ -115,11 +118,11 @@ class RunLayout:
     table = _Entry("results", "tables/{paper}/{table}.{ext}")
     scorecard_dir = _Entry("results", "scorecard")
     scorecard_paper_dir = _Entry("results", "scorecard/{paper}")  # `tabrepro scorecard PAPER`
-    scorecard_markdown = _Entry("results", "scorecard/scorecard.md")
-    scorecard_csv = _Entry("results", "scorecard/scorecard.csv")
-    scorecard_summary = _Entry("results", "scorecard/summary.json")
+    scorecard_markdown = _Entry("results", f"scorecard/{SCORECARD_MARKDOWN_FILE}")
+    scorecard_csv = _Entry("results", f"scorecard/{SCORECARD_CSV_FILE}")
+    scorecard_summary = _Entry("results", f"scorecard/{SCORECARD_SUMMARY_FILE}")
     report_dir = _Entry("results", "report")
-    report_index = _Entry("results", "report/index.html")
+    report_index = _Entry("results", f"report/{REPORT_INDEX_FILE}")
     analysis_dir = _Entry("results", "analysis")
     analysis_fold_result = _Entry("results", f"analysis/{{experiment}}/{{dataset}}/fold{{fold}}/{RESULT_FILE}")
     analysis_lookup_result = _Entry("results", f"analysis/lookup/{{dataset}}/{RESULT_FILE}")

@@ -9,9 +9,9 @@ per configuration plus a selection job, as in the workflow) it takes the candida
 configurations the job will fit (tabrepro.training.job_configs, the same deterministic lists the
 jobs use), the table's shape (tabrepro.plan_inputs.DatasetFacts) and the cost model
 (tabrepro.costmodel) calibrated on every measured job it can find, and adds up configurations,
-fits, CPU-hours, GPU-hours and peak memory. `job_resources` turns the same estimate into what a
-scheduler should grant one job (threads, memory, runtime), so Slurm requests and the plan cannot
-disagree.
+fits, CPU-hours, GPU-hours and peak memory. The workflow's requests come from the same estimates
+(tabrepro.resources, under params.yaml's `resources` policy), so Slurm requests and the plan
+cannot disagree.
 
 What the numbers are: CPU-hours at one thread on the machines the measurements come from; GPU
 jobs (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are estimated from their floating-point work
@@ -24,7 +24,6 @@ with each dataset x model group left out of the calibration.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,14 +54,7 @@ from tabrepro.plan_inputs import (
 
 DEFAULT_GPU = GpuAssumptions()  # frozen: safe to share as a default
 
-__all__ = ["JobEstimate", "JobResources", "PlanRow", "Planner", "default_planner", "job_resources", "main"]
-
-THREADED_FAMILIES = ("boosting_hist", "catboost", "random_forest", "knn", "mlp")  # use more than one core
-LONG_JOB_HOURS = 4.0  # a CPU job predicted longer than this at one thread gets more threads
-MAX_THREADS = 16
-THREAD_EFFICIENCY = 0.8  # speed-up of t threads assumed t ** 0.8
-MEMORY_SAFETY, MEMORY_FLOOR_MB = 1.3, 512
-RUNTIME_SAFETY, RUNTIME_FLOOR_MIN = 1.5, 10
+__all__ = ["JobEstimate", "PlanRow", "Planner", "default_planner", "run_plan", "main"]
 
 
 @dataclass(frozen=True)
@@ -76,16 +68,6 @@ class JobEstimate:
     gpu_seconds: float
     peak_mb: float
     n_fits: int
-
-
-@dataclass(frozen=True)
-class JobResources:
-    """What a scheduler should grant one job."""
-
-    threads: int
-    mem_mb: int
-    runtime_min: int
-    gpus: int
 
 
 @dataclass
@@ -178,34 +160,6 @@ class Planner:
                 )
             )
         return rows
-
-
-# ----------------------------------------------------------------------------------------------
-# resources
-
-
-def resources_for(estimate: JobEstimate) -> JobResources:
-    """Threads, memory and runtime to request for a job whose bound estimate is `estimate`."""
-    mem_mb = int(math.ceil((estimate.peak_mb * MEMORY_SAFETY + MEMORY_FLOOR_MB) / 256.0) * 256)
-    if estimate.gpu:
-        seconds, threads = estimate.gpu_seconds, 2
-    else:
-        hours = estimate.cpu_seconds / 3600
-        threads = 1
-        if estimate.family in THREADED_FAMILIES and hours > LONG_JOB_HOURS:
-            threads = min(MAX_THREADS, 2 ** math.ceil(math.log2(hours / LONG_JOB_HOURS)))
-        seconds = estimate.cpu_seconds / threads**THREAD_EFFICIENCY
-    runtime = int(math.ceil(seconds * RUNTIME_SAFETY / 60.0 + RUNTIME_FLOOR_MIN))
-    return JobResources(threads=threads, mem_mb=mem_mb, runtime_min=runtime, gpus=1 if estimate.gpu else 0)
-
-
-def job_resources(
-    params: Params, job: Job, kind: str = "train", config: int | None = None, *, planner: Planner | None = None
-) -> JobResources:
-    """What one workflow job (`train`, `train_config` with its config index, or `select`) should
-    ask a scheduler for, from the calibrated cost model's bound (maximum epochs)."""
-    planner = planner or default_planner(params)
-    return resources_for(planner.estimate(job, kind, config, bound=True))
 
 
 def default_planner(
@@ -382,35 +336,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_plan(
+    params: Params,
+    params_file: Path,
+    *,
+    measured_dirs: Sequence[Path] = (),
+    bench_files: Sequence[Path] | None = None,
+    data_dirs: Sequence[Path] = (),
+    gpu_tflops: float | None = None,
+    compare_only: bool = False,
+    show_calibration: bool = False,
+    write_facts: Path | None = None,
+) -> str:
+    """What `tabrepro plan` and `python -m tabrepro.plan` print: the plan table and totals (or
+    the predicted-vs-measured comparison, or the facts file written)."""
+    gpu = GpuAssumptions() if gpu_tflops is None else GpuAssumptions(tflops=gpu_tflops)
+    data_dirs = [*data_dirs, *(m.parent / "data" for m in measured_dirs)]
+    facts = DatasetFacts([params.data_dir, *data_dirs], DEFAULT_FACTS_FILE)
+    bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
+    if write_facts:
+        from tabrepro.data.registry import load_registry
+        from tabrepro.io import write_json
+
+        snapshot = facts_snapshot(facts, load_registry(), bench)
+        write_json(write_facts, snapshot, indent=1)
+        return f"{write_facts}: {len(snapshot['datasets'])} dataset shapes"
+    measured = load_measured([*DEFAULT_RESULTS_DIRS, *measured_dirs], bench, params_file, facts)
+    if compare_only:
+        return compare(measured, gpu)
+    model = CostModel(calibrate(measured), gpu)
+    parts = [calibration_summary(model.calibration), ""] if show_calibration else []
+    parts.append(format_plan(Planner(params, model, facts).rows(), params, model))
+    families = ", ".join(sorted({j.family for j in measured}))
+    parts.append(f"\nCalibrated on {len(measured)} measured jobs ({families}).")
+    return "\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         params = Params.from_file(args.params, profile=args.profile)
-        gpu = GpuAssumptions(tflops=args.gpu_tflops)
-        data_dirs = [*args.data_dir, *(m.parent / "data" for m in args.measured)]
-        facts = DatasetFacts([params.data_dir, *data_dirs], DEFAULT_FACTS_FILE)
-        bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if args.bench is None else args.bench
-        if args.write_facts:
-            import json
-
-            from tabrepro.data.registry import load_registry
-            from tabrepro.data.table import atomic_write_bytes
-
-            snapshot = facts_snapshot(facts, load_registry(), bench)
-            atomic_write_bytes(args.write_facts, (json.dumps(snapshot, indent=1, sort_keys=True) + "\n").encode())
-            print(f"{args.write_facts}: {len(snapshot['datasets'])} dataset shapes")
-            return 0
-        measured = load_measured([*DEFAULT_RESULTS_DIRS, *args.measured], bench, args.params, facts)
-        if args.compare:
-            print(compare(measured, gpu))
-            return 0
-        model = CostModel(calibrate(measured), gpu)
-        if args.calibration:
-            print(calibration_summary(model.calibration))
-            print()
-        planner = Planner(params, model, facts)
-        print(format_plan(planner.rows(), params, model))
-        print(f"\nCalibrated on {len(measured)} measured jobs ({', '.join(sorted({j.family for j in measured}))}).")
+        print(
+            run_plan(
+                params,
+                args.params,
+                measured_dirs=args.measured,
+                bench_files=args.bench,
+                data_dirs=args.data_dir,
+                gpu_tflops=args.gpu_tflops,
+                compare_only=args.compare,
+                show_calibration=args.calibration,
+                write_facts=args.write_facts,
+            )
+        )
     except InputError as error:
         print(f"tabrepro.plan: error: {error}", file=sys.stderr)
         return 2

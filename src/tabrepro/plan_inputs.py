@@ -25,6 +25,7 @@ from typing import Any
 from tabrepro.config import REPO_ROOT, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
+from tabrepro.layout import RunLayout
 
 __all__ = [
     "DEFAULT_BENCH_DIR",
@@ -105,7 +106,7 @@ class DatasetFacts:
 
     def _find(self, source: str) -> dict[str, Any]:
         for data_dir in self.data_dirs:
-            path = data_dir / "processed" / source / "schema.json"
+            path = RunLayout(data_dir, Path(), Path()).processed_schema.path(source=source)
             if path.is_file():
                 return {**schema_facts(json.loads(path.read_text())), "origin": f"prepared ({path.parent})"}
         if source in self.recorded:

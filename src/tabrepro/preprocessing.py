@@ -7,6 +7,10 @@ a split happens to contain; a missing-value column is added only when the traini
 missing value in that column (a missing value seen only outside training encodes as all zeros,
 exactly what a model fitted without that indicator would see).
 
+What was produced is described by `Preprocessor.feature_layout` (tabrepro.features): which
+columns hold which feature, and how many categories each categorical feature has. Every model that
+embeds features or categories reads its layout from there.
+
 Targets: classification targets become class indices over the schema's sorted target levels
 (so `n_classes` is the schema's, not the training rows'); regression targets are standardised
 with the training mean and standard deviation, and `inverse_transform` maps predictions back to
@@ -22,6 +26,7 @@ import pandas as pd
 
 from tabrepro.data.table import ColumnSpec, TableSchema
 from tabrepro.errors import InputError
+from tabrepro.features import Feature, FeatureLayout
 
 __all__ = ["Preprocessor", "TargetEncoder", "PreprocessingError"]
 
@@ -63,7 +68,9 @@ class _ContinuousStats:
 
 
 @dataclass(frozen=True)
-class _CategoricalLayout:
+class _OneHotLevels:
+    """A categorical column's fitted one-hot encoding: its schema levels, plus a missing column."""
+
     name: str
     levels: tuple[str, ...]
     missing_column: bool  # one extra output column flags a missing value
@@ -79,12 +86,12 @@ class Preprocessor:
     def __init__(self, dtype: type[np.floating] = np.float32) -> None:
         # float32 halves the memory of the largest tables (Higgs) and every model accepts it.
         self.dtype = np.dtype(dtype)
-        self._blocks: list[_ContinuousStats | _CategoricalLayout] | None = None
+        self._blocks: list[_ContinuousStats | _OneHotLevels] | None = None
 
     def fit(self, frame: pd.DataFrame, schema: TableSchema, train_index: np.ndarray | list[int]) -> Preprocessor:
         """Learn means, scales and one-hot layouts from `frame.iloc[train_index]` only."""
         train = _train_rows(frame, train_index)
-        blocks: list[_ContinuousStats | _CategoricalLayout] = []
+        blocks: list[_ContinuousStats | _OneHotLevels] = []
         for column in schema.features:
             if column.name not in frame.columns:
                 raise PreprocessingError(f"feature column {column.name!r} is missing from the frame")
@@ -98,7 +105,7 @@ class Preprocessor:
             elif column.kind == "categorical":
                 if not column.levels:
                     raise PreprocessingError(f"categorical column {column.name!r} has no levels")
-                blocks.append(_CategoricalLayout(column.name, tuple(column.levels), bool(values.isna().any())))
+                blocks.append(_OneHotLevels(column.name, tuple(column.levels), bool(values.isna().any())))
             else:
                 raise PreprocessingError(f"column {column.name!r} has unknown kind {column.kind!r}")
         self._blocks = blocks
@@ -109,20 +116,17 @@ class Preprocessor:
         return sum(1 if isinstance(b, _ContinuousStats) else b.width for b in self._fitted_blocks())
 
     @property
-    def feature_groups(self) -> list[tuple[str, int]]:
-        """(kind, n_columns) per input feature, in output column order.
-
-        Models that treat a one-hot group as one attribute (NPT, BiSHop) need this layout.
-        """
-        return [
-            ("continuous", 1) if isinstance(b, _ContinuousStats) else ("categorical", b.width)
-            for b in self._fitted_blocks()
-        ]
-
-    @property
-    def feature_names(self) -> list[str]:
-        """Input feature names, in the order of `feature_groups`."""
-        return [block.name for block in self._fitted_blocks()]
+    def feature_layout(self) -> FeatureLayout:
+        """Which output columns hold which input feature (named), in output column order: one
+        column per continuous feature, the one-hot group of a categorical one."""
+        return FeatureLayout(
+            tuple(
+                Feature.group("continuous", 1, b.name)
+                if isinstance(b, _ContinuousStats)
+                else Feature.group("categorical", b.width, b.name)
+                for b in self._fitted_blocks()
+            )
+        )
 
     @property
     def feature_names_out(self) -> list[str]:
@@ -168,7 +172,7 @@ class Preprocessor:
         """Fit on the training rows, then encode the whole frame."""
         return self.fit(frame, schema, train_index).transform(frame)
 
-    def _fitted_blocks(self) -> list[_ContinuousStats | _CategoricalLayout]:
+    def _fitted_blocks(self) -> list[_ContinuousStats | _OneHotLevels]:
         if self._blocks is None:
             raise PreprocessingError("Preprocessor is not fitted; call fit() first")
         return self._blocks

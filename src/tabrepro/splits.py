@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,12 +22,12 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import KFold, StratifiedKFold, train_test_split
 
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_write, write_json
+from tabrepro.layout import SPLIT_MANIFEST_FILE
 
 TRAIN, VAL, TEST, UNUSED = 0, 1, 2, -1
 ROLE_NAMES = {TRAIN: "train", VAL: "val", TEST: "test", UNUSED: "unused"}
-MANIFEST_FILE = "splits.json"
 
 
 class SplitError(InputError, ValueError):
@@ -165,10 +164,10 @@ def save_splits(splits: list[Split], directory: Path, meta: dict) -> Path:
     """Write fold<k>.npy per fold plus a manifest with each fold's sha256 and row counts."""
     manifest = {**meta, "folds": []}
     for k, split in enumerate(splits):
-        atomic_write_bytes(fold_path(directory, k), split.to_bytes())
+        atomic_write(fold_path(directory, k), split.to_bytes())
         manifest["folds"].append({"fold": k, "sha256": split.sha256, **split.counts()})
-    path = directory / MANIFEST_FILE
-    atomic_write_bytes(path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+    path = directory / SPLIT_MANIFEST_FILE
+    write_json(path, manifest)
     return path
 
 

@@ -20,9 +20,12 @@ import numpy as np
 from tqdm import tqdm
 
 from tabrepro.config import Job, Params, ParamsError
-from tabrepro.data.table import atomic_write_bytes, load_table
+from tabrepro.data.table import load_table
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
+from tabrepro.features import FeatureLayout
+from tabrepro.io import atomic_write, write_json
+from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
@@ -48,13 +51,12 @@ class FoldData:
     target: TargetEncoder
     split: Split
     split_file: Path
-    feature_groups: tuple[tuple[str, int], ...]
+    feature_layout: FeatureLayout  # which columns of X hold which (named) feature
     n_classes: int | None
-    feature_names: tuple[str, ...] = ()  # one per entry of feature_groups
 
     def context(self, work_dir: Path | None = None) -> FitContext:
         """What models beyond (X, y) may use: layout, test features (never labels), state dir."""
-        return FitContext(feature_groups=self.feature_groups, X_test=self.X[self.split.test], work_dir=work_dir)
+        return FitContext(feature_layout=self.feature_layout, X_test=self.X[self.split.test], work_dir=work_dir)
 
 
 def load_fold(params: Params, job: Job) -> FoldData:
@@ -78,9 +80,8 @@ def load_fold(params: Params, job: Job) -> FoldData:
         target,
         split,
         split_file,
-        tuple(features.feature_groups),
+        features.feature_layout,
         n_classes,
-        tuple(features.feature_names),
     )
 
 
@@ -250,9 +251,6 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
 
 
 # ------------------------------------------------------------------ one job per configuration
-RESULT_FILE = "result.json"
-PREDICTIONS_FILE = "predictions.npz"
-WEIGHTS_FILE = "weights.pt"
 STATE_DIR = "state"
 
 
@@ -280,7 +278,7 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     test_outputs = model_outputs(model, data.task, data.X[te])
     buffer = io.BytesIO()
     np.savez(buffer, val=val_outputs, test=test_outputs)
-    atomic_write_bytes(out_dir / PREDICTIONS_FILE, buffer.getvalue())
+    atomic_write(out_dir / PREDICTIONS_FILE, buffer.getvalue())
     has_weights = model.save_weights(out_dir / WEIGHTS_FILE)
     variants = variant_names(params.search_space(job.paper, job.dataset, job.model))
     result = {
@@ -346,7 +344,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     )
     out_path = Path(out_path)
     if results[best].get("weights"):
-        atomic_write_bytes(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
+        atomic_write(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
     record = _record(params, job, data, started, n_jobs)
     # The job's cost: its configurations plus this step (which retrains the winner on repeats).
     record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)
@@ -369,7 +367,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
 
 def write_result(result: dict, path: Path) -> None:
     """Atomic write: an interrupted job leaves no metrics.json, so Snakemake reruns it."""
-    atomic_write_bytes(path, (json.dumps(result, indent=2, sort_keys=True, default=_jsonable) + "\n").encode())
+    write_json(path, result, default=_jsonable)
 
 
 def _jsonable(value):

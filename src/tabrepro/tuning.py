@@ -42,6 +42,8 @@ from scipy.stats import qmc
 
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+from tabrepro.tasks import TASK_FAMILIES, TaskFamily
+from tabrepro.tasks import task_family as family_of_task
 
 __all__ = [
     "ParamSpec",
@@ -57,7 +59,7 @@ __all__ = [
 SpecKind = Literal["fixed", "choice", "int", "log_int", "uniform", "log_uniform"]
 RANGE_KINDS: tuple[str, ...] = ("int", "log_int", "uniform", "log_uniform")
 SPEC_KINDS: tuple[str, ...] = ("choice", *RANGE_KINDS)
-TASK_BRANCHES: tuple[str, ...] = ("classification", "regression")
+TASK_BRANCHES: tuple[str, ...] = TASK_FAMILIES
 _ENTRY_KEYS = {"params", "n_configs", "variants", "forced"}
 
 
@@ -65,13 +67,13 @@ class SearchSpaceError(InputError, ValueError):
     """A malformed search space; the message names the offending parameter."""
 
 
-def task_family(task: str) -> Literal["classification", "regression"]:
-    """binary and multiclass share the classification branch of a per-task split."""
-    if task in ("binary", "multiclass", "classification"):
-        return "classification"
-    if task == "regression":
-        return "regression"
-    raise SearchSpaceError(f"unknown task {task!r}; expected binary, multiclass or regression")
+def task_family(task: str) -> TaskFamily:
+    """binary and multiclass share the classification branch of a per-task split
+    (tabrepro.tasks.task_family, with an unknown task reported as a SearchSpaceError)."""
+    try:
+        return family_of_task(task)
+    except ValueError as error:
+        raise SearchSpaceError(str(error)) from None
 
 
 def _plain(value: Any) -> Any:

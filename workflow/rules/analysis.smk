@@ -16,10 +16,10 @@ rule analyse_fold:
         experiment="|".join(FOLD_EXPERIMENTS),
         dataset=r"[^/]+",
         fold=r"\d+",
-    threads: 1
+    threads: SIZER.threads("analyse_fold")
     resources:
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=SIZER.mem_mb("analyse_fold"),
+        runtime=SIZER.runtime("analyse_fold"),
     params:
         paper=ANALYSIS_PAPER,
         digest=analysis_digest,
@@ -39,11 +39,12 @@ rule analyse_lookup:
         LAYOUT.analysis_lookup_log,
     wildcard_constraints:
         dataset=r"[^/]+",
-    # One thread: the lookup NPT is tiny, and a second thread made its steps ~9x slower on CPU.
+    # One thread (not params.yaml's): the lookup NPT is tiny, and a second thread made its steps
+    # ~9x slower on CPU.
     threads: 1
     resources:
-        mem_mb=4000,
-        runtime=480,
+        mem_mb=SIZER.mem_mb("analyse_lookup"),
+        runtime=SIZER.runtime("analyse_lookup"),
     params:
         paper=ANALYSIS_PAPER,
         digest=analysis_digest,

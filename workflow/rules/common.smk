@@ -14,6 +14,7 @@ from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
+from tabrepro.resources import JobSizer
 
 PARAMS_FILE = "params.yaml"
 
@@ -43,6 +44,8 @@ LAYOUT = PARAMS.layout
 CLI = f"{shlex.quote(sys.executable)} -m tabrepro --params {PARAMS_FILE} --profile {PROFILE} --quiet"
 
 SELECTED_PAPERS = [p for p in PARAMS.papers if PARAMS.jobs([p])]
+# Threads, memory and run time of every rule's jobs (params.yaml `resources`; tabrepro.resources).
+SIZER = JobSizer(PARAMS)
 
 
 def downloaded_sources():

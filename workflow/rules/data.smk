@@ -9,8 +9,10 @@ rule fetch:
         LAYOUT.fetch_status,
     log:
         LAYOUT.fetch_log,
+    threads: SIZER.threads("fetch")
     resources:
-        runtime=120,
+        mem_mb=SIZER.mem_mb("fetch"),
+        runtime=SIZER.runtime("fetch"),
     shell:
         "{CLI} fetch {wildcards.source} --record > {log} 2>&1"
 
@@ -22,6 +24,10 @@ checkpoint availability:
         AVAILABILITY,
     log:
         LAYOUT.availability_log,
+    threads: SIZER.threads("availability")
+    resources:
+        mem_mb=SIZER.mem_mb("availability"),
+        runtime=SIZER.runtime("availability"),
     shell:
         "printf '%s\\n' {input} > {output} 2> {log}"
 
@@ -34,6 +40,10 @@ rule prepare:
         schema=LAYOUT.processed_schema,
     log:
         LAYOUT.prepare_log,
+    threads: SIZER.threads("prepare")
+    resources:
+        mem_mb=SIZER.mem_mb("prepare"),
+        runtime=SIZER.runtime("prepare"),
     shell:
         "{CLI} prepare {wildcards.source} > {log} 2>&1"
 
@@ -45,6 +55,10 @@ rule split:
         LAYOUT.split_manifest,
     log:
         LAYOUT.split_log,
+    threads: SIZER.threads("split")
+    resources:
+        mem_mb=SIZER.mem_mb("split"),
+        runtime=SIZER.runtime("split"),
     params:
         digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     shell:

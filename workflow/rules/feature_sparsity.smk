@@ -16,10 +16,10 @@ rule feature_sparsity:
         dataset=r"[^/]+",
         model=r"[^/]+",
         fold=r"\d+",
-    threads: 1
+    threads: SIZER.threads("feature_sparsity")
     resources:
-        mem_mb=lambda wildcards, attempt: 4000 * attempt,
-        runtime=lambda wildcards, attempt: 720 * attempt,
+        mem_mb=SIZER.mem_mb("feature_sparsity"),
+        runtime=SIZER.runtime("feature_sparsity"),
         gpu=gpus,
     params:
         digest=lambda wildcards: SPARSITY.digest(PARAMS.seed) if SPARSITY else "",
@@ -38,5 +38,9 @@ rule feature_sparsity_plot:
         summary=LAYOUT.sparsity_summary,
     log:
         LAYOUT.sparsity_plot_log,
+    threads: SIZER.threads("feature_sparsity_plot")
+    resources:
+        mem_mb=SIZER.mem_mb("feature_sparsity_plot"),
+        runtime=SIZER.runtime("feature_sparsity_plot"),
     shell:
         "{CLI} sparsity-plot {wildcards.paper} > {log} 2>&1"

@@ -14,6 +14,10 @@ rule report_html:
         LAYOUT.report_index,
     log:
         LAYOUT.report_log,
+    threads: SIZER.threads("report_html")
+    resources:
+        mem_mb=SIZER.mem_mb("report_html"),
+        runtime=SIZER.runtime("report_html"),
     params:
         outdir=str(LAYOUT.report_dir),
     shell:

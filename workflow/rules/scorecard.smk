@@ -14,5 +14,9 @@ rule scorecard:
         summary=LAYOUT.scorecard_summary,
     log:
         LAYOUT.scorecard_log,
+    threads: SIZER.threads("scorecard")
+    resources:
+        mem_mb=SIZER.mem_mb("scorecard"),
+        runtime=SIZER.runtime("scorecard"),
     shell:
         "{CLI} scorecard > {log} 2>&1"

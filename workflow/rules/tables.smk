@@ -16,6 +16,10 @@ for _paper in SELECTED_PAPERS:
             ),
         log:
             str(LAYOUT.tables_log.path(paper=_paper)),
+        threads: SIZER.threads("tables")
+        resources:
+            mem_mb=SIZER.mem_mb("tables"),
+            runtime=SIZER.runtime("tables"),
         params:
             paper=_paper,
         shell:

@@ -1,7 +1,8 @@
 # Training. In-job models (the CPU baselines) tune every configuration inside one job per
 # paper x dataset x model x fold. Per-configuration models (NPT) run one job per configuration,
 # each resumable from a state file that is not a declared output, then a selection job picks the
-# configuration on validation and scores it once on test. Resources grow with each retry.
+# configuration on validation and scores it once on test. Threads, memory and run time come from
+# params.yaml `resources` (training jobs sized by the compute plan) and grow with each retry.
 
 
 rule train:
@@ -15,10 +16,10 @@ rule train:
     wildcard_constraints:
         model=one_of(IN_JOB_MODELS),
         fold=r"\d+",
-    threads: 1
+    threads: SIZER.threads("train")
     resources:
-        mem_mb=lambda wildcards, attempt: 4000 * attempt,
-        runtime=lambda wildcards, attempt: 240 * attempt,
+        mem_mb=SIZER.mem_mb("train"),
+        runtime=SIZER.runtime("train"),
         gpu=gpus,
     params:
         # Reruns the job when any parameter its result depends on changes (and only then).
@@ -42,10 +43,10 @@ rule train_config:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",
         config=r"\d+",
-    threads: 1
+    threads: SIZER.threads("train_config")
     resources:
-        mem_mb=lambda wildcards, attempt: 8000 * attempt,
-        runtime=lambda wildcards, attempt: 720 * attempt,
+        mem_mb=SIZER.mem_mb("train_config"),
+        runtime=SIZER.runtime("train_config"),
         gpu=gpus,
     params:
         digest=job_digest,
@@ -67,11 +68,11 @@ rule select_config:
     wildcard_constraints:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",
-    threads: 1
+    threads: SIZER.threads("select_config")
     resources:
+        mem_mb=SIZER.mem_mb("select_config"),
+        runtime=SIZER.runtime("select_config"),
         # Cheap bookkeeping, unless the protocol retrains the winner with further seeds (repeats).
-        mem_mb=lambda wildcards, attempt: (8000 if retrains(wildcards) else 2000) * attempt,
-        runtime=lambda wildcards, attempt: (720 if retrains(wildcards) else 30) * attempt,
         gpu=lambda wildcards: gpus(wildcards) if retrains(wildcards) else 0,
     params:
         digest=job_digest,

@@ -25,7 +25,7 @@ from scipy.stats import spearmanr
 from torch import Tensor
 
 from tabrepro.analysis.common import NPTContext, pairwise_distances
-from tabrepro.npt.model import AttentionBlock, NPTModel
+from tabrepro.npt.model import AttentionBlock, NPTNetwork
 
 __all__ = ["block_attention_weights", "abd_attention", "attention_experiment"]
 
@@ -50,7 +50,7 @@ def block_attention_weights(block: AttentionBlock, h: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def abd_attention(model: NPTModel, values: Tensor, mask: Tensor) -> list[np.ndarray]:
+def abd_attention(model: NPTNetwork, values: Tensor, mask: Tensor) -> list[np.ndarray]:
     """One (heads, n, n) array per ABD block with attention, in depth order, for one batch."""
     captured: list[Tensor] = []
     hooks = []

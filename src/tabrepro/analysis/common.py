@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,20 @@ from torch import Tensor
 
 from tabrepro.analysis.settings import AnalysisError
 from tabrepro.evaluation.metrics import compute_metrics
-from tabrepro.npt.config import Attribute, NPTConfig, categorical, continuous
+from tabrepro.features import categorical, continuous
+from tabrepro.nn.session import resolve_device
+from tabrepro.npt.config import NPTConfig
+from tabrepro.npt.estimator import feature_attributes
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable, batch_plan
-from tabrepro.npt.model import NPTModel
-from tabrepro.npt.trainer import resolve_device
+from tabrepro.npt.model import NPTNetwork
+from tabrepro.tasks import TASKS
 
 __all__ = [
     "NPTContext",
     "load_fold_context",
     "target_outputs",
     "batch_outputs",
-    "write_json",
-    "feature_attributes",
+    "finite_json",
     "npt_config_from_result",
     "pairwise_distances",
 ]
@@ -54,7 +55,7 @@ class NPTContext:
     features: (n, p) numeric features for feature-space distances (preprocessed scale).
     """
 
-    model: NPTModel
+    model: NPTNetwork
     table: NPTTable
     batches: list[Tensor]
     task: str
@@ -67,13 +68,13 @@ class NPTContext:
     name: str = ""
 
     def __post_init__(self) -> None:
-        if self.task not in ("binary", "multiclass", "regression"):
+        if self.task not in TASKS:
             raise AnalysisError(f"unknown task {self.task!r}")
         n = self.table.n_rows
         if self.labels.shape[0] != n or self.features.shape[0] != n:
             raise AnalysisError(f"labels/features must have one entry per table row ({n})")
         if self.task != "regression" and self.class_columns is None:
-            width = self.table.attributes[-1].width
+            width = self.table.attributes[-1].one_hot_width
             self.class_columns = np.arange(width)
             self.n_classes = self.n_classes or width
         self.model.eval()
@@ -132,7 +133,7 @@ class NPTContext:
 
 # ---------------------------------------------------------------------------- forward passes
 @torch.no_grad()
-def batch_outputs(model: NPTModel, values: Tensor, mask: Tensor) -> Tensor:
+def batch_outputs(model: NPTNetwork, values: Tensor, mask: Tensor) -> Tensor:
     """Target outputs (n, width) of one forward pass over one batch, in evaluation mode."""
     model.eval()
     return model.forward_codes(values, mask)[-1].float()
@@ -142,7 +143,7 @@ def batch_outputs(model: NPTModel, values: Tensor, mask: Tensor) -> Tensor:
 def target_outputs(context: NPTContext) -> np.ndarray:
     """Target outputs for every table row, each row predicted within its evaluation batch."""
     table = context.table
-    width = table.attributes[-1].width
+    width = table.attributes[-1].one_hot_width
     result = torch.empty((table.n_rows, width), device=table.device)
     for rows in context.batches:
         result[rows] = batch_outputs(context.model, table.inputs[rows], table.input_missing[rows])
@@ -155,19 +156,6 @@ def pairwise_distances(features: np.ndarray, row: int, others: np.ndarray) -> np
 
 
 # ---------------------------------------------------------------------------- rebuilding a fold
-def feature_attributes(groups: Sequence[tuple[str, int]]) -> list[Attribute]:
-    """NPT attributes of the preprocessed column groups, as `NPTEstimator` builds them."""
-    attributes: list[Attribute] = []
-    for kind, width in groups:
-        if kind == "continuous":
-            attributes.append(continuous())
-        elif kind == "categorical":
-            attributes.append(categorical(max(int(width), 2)))
-        else:
-            raise AnalysisError(f"unknown feature group kind {kind!r}")
-    return attributes
-
-
 def npt_config_from_result(result: dict[str, Any], where: str) -> NPTConfig:
     """The NPTConfig of a fold result's `selected_config` (unknown keys are reported, not used)."""
     values = result.get("selected_config")
@@ -202,13 +190,12 @@ def load_fold_context(
     """Rebuild the trained NPT of one fold and the table it predicts its test rows from."""
     from tabrepro.config import Job
     from tabrepro.data.table import load_table
-    from tabrepro.npt.estimator import decode_features
     from tabrepro.preprocessing import Preprocessor, TargetEncoder
     from tabrepro.splits import fold_path, load_split
 
-    job_dir = params.job_dir(Job(paper, dataset, model_name, fold))
-    metrics_path = Path(metrics_path or job_dir / "metrics.json")
-    weights_path = Path(weights_path or job_dir / "weights.pt")
+    job = Job(paper, dataset, model_name, fold)
+    metrics_path = Path(metrics_path or params.layout.job_metrics.path(job))
+    weights_path = Path(weights_path or params.layout.job_weights.path(job))
     for path in (metrics_path, weights_path):
         if not path.is_file():
             raise AnalysisError(f"{path}: no such file (train NPT on {paper}/{dataset} fold {fold} first)")
@@ -228,15 +215,15 @@ def load_fold_context(
     X = preprocessor.transform(table.frame)
     encoder = TargetEncoder().fit(table.frame, schema, split.train)
     y = encoder.transform(table.frame)
-    groups = preprocessor.feature_groups
+    layout = preprocessor.feature_layout
     rows = np.concatenate([split.train, split.val, split.test])
     roles = np.concatenate(
         [np.full(len(split.train), TRAIN), np.full(len(split.val), VAL), np.full(len(split.test), TEST)]
     )
-    codes = decode_features(X[rows], groups)
+    codes = layout.decode(X[rows])
 
     weights = torch.load(weights_path, map_location="cpu", weights_only=True)
-    n_attributes = len(groups) + 1
+    n_attributes = layout.n_features + 1
     out_key = f"out_maps.{n_attributes - 1}.weight"
     if out_key not in weights:
         raise AnalysisError(f"{weights_path}: not NPT weights for {n_attributes} attributes (no {out_key})")
@@ -265,10 +252,10 @@ def load_fold_context(
         context_kwargs.update(n_classes=n_classes, class_columns=class_columns)
     model_targets[roles == TEST] = np.nan  # never part of the input, as in the estimator
     keep = (roles != VAL) | np.isfinite(model_targets)  # validation rows of absent classes
-    attributes = (*feature_attributes(groups), target)
+    attributes = (*feature_attributes(layout), target)
     values = np.column_stack([codes, model_targets])[keep]
     npt_table = NPTTable(attributes, torch.as_tensor(values, dtype=torch.float32), torch.as_tensor(roles[keep]))
-    model = NPTModel(attributes, config)
+    model = NPTNetwork(attributes, config)
     try:
         model.load_state_dict(weights)
     except RuntimeError as error:
@@ -302,21 +289,15 @@ def make_batches(table: NPTTable, batch_size: int | None, seed: int) -> list[Ten
     return batch_plan(table, rows, batch_size, torch.Generator().manual_seed(seed))
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
-    """Atomic, sorted, NaN-free JSON (NaN and inf become null)."""
-    from tabrepro.data.table import atomic_write_bytes
-
-    text = json.dumps(_clean(payload), indent=2, sort_keys=True, allow_nan=False) + "\n"
-    atomic_write_bytes(Path(path), text.encode())
-
-
-def _clean(value: Any) -> Any:
+def finite_json(value: Any) -> Any:
+    """`value` as plain JSON data: numpy values unwrapped, NaN and inf as null (the results are
+    written with allow_nan=False, so that every JSON reader can parse them)."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): finite_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [finite_json(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _clean(value.tolist())
+        return finite_json(value.tolist())
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not np.isfinite(value):

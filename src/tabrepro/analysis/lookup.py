@@ -33,11 +33,12 @@ from torch import Tensor
 
 from tabrepro.analysis.attention import abd_attention
 from tabrepro.analysis.settings import SYNTHETIC, AnalysisError, LookupModelSettings, LookupSettings
-from tabrepro.npt.config import NPTConfig, continuous
+from tabrepro.features import continuous
+from tabrepro.nn.session import resolve_device
+from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import feature_loss_weight, npt_loss
-from tabrepro.npt.model import NPTModel
+from tabrepro.npt.model import NPTNetwork
 from tabrepro.npt.optim import LRSchedule, build_optimizer, clip_gradients
-from tabrepro.npt.trainer import resolve_device
 from tabrepro.seeding import derive_seed
 
 __all__ = [
@@ -199,14 +200,14 @@ def _config(model: LookupModelSettings, seed: int) -> NPTConfig:
 
 def train_lookup_model(
     data: LookupData, variant: str, settings: LookupSettings, seed: int, device: str = "cpu"
-) -> tuple[NPTModel, list[float]]:
+) -> tuple[NPTNetwork, list[float]]:
     """Train an NPT on lookup batches drawn from the training rows; returns it and its losses."""
     config = _config(settings.model, seed)
     where = resolve_device(device)
     attributes = tuple(continuous(f"x{j}") for j in range(data.n_features)) + (continuous("target"),)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "lookup", variant, "init"))
-        model = NPTModel(attributes, config)
+        model = NPTNetwork(attributes, config)
     model = model.to(where)
     model.dropout_generator = torch.Generator(device=where).manual_seed(derive_seed(seed, "lookup", variant, "dropout"))
     optimizer, schedule = build_optimizer(model, config), LRSchedule.from_config(config)
@@ -251,7 +252,7 @@ def _fixed_batches(
 
 
 @torch.no_grad()
-def npt_predictions(model: NPTModel, batches: list[LookupBatch]) -> np.ndarray:
+def npt_predictions(model: NPTNetwork, batches: list[LookupBatch]) -> np.ndarray:
     """NPT's predictions (standardised) for every original row of the batches."""
     model.eval()
     where = _device(model)
@@ -277,7 +278,7 @@ def knn_baselines(batches: list[LookupBatch], max_k: int) -> dict[int, np.ndarra
 
 @torch.no_grad()
 def interventions(
-    model: NPTModel, batch: LookupBatch, rows: list[int], new_values: tuple[float, ...]
+    model: NPTNetwork, batch: LookupBatch, rows: list[int], new_values: tuple[float, ...]
 ) -> list[dict[str, Any]]:
     """Set duplicate i's target to each value; NPT's prediction for original i should follow."""
     m = len(batch.y)
@@ -304,7 +305,7 @@ def interventions(
     return out
 
 
-def _device(model: NPTModel) -> torch.device:
+def _device(model: NPTNetwork) -> torch.device:
     return next(model.parameters()).device
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tabrepro.analysis.common import NPTContext, load_fold_context, write_json
+from tabrepro.analysis.common import NPTContext, finite_json, load_fold_context
 from tabrepro.analysis.settings import (
     EXPERIMENTS,
     FOLD_EXPERIMENTS,
@@ -30,6 +30,8 @@ from tabrepro.analysis.settings import (
     experiment_digest,
     settings_for,
 )
+from tabrepro.io import write_json
+from tabrepro.layout import RESULT_FILE
 from tabrepro.seeding import derive_seed
 
 __all__ = [
@@ -45,7 +47,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 NPT_MODEL = "npt"
-RESULT_FILE = "result.json"
 
 
 def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None:
@@ -176,7 +177,7 @@ def run_experiment(
         }
     )
     path = out_dir / RESULT_FILE
-    write_json(path, payload)
+    write_json(path, finite_json(payload), allow_nan=False)
     return path
 
 

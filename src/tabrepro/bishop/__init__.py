@@ -1,6 +1,6 @@
 """BiSHop (Xu 2024, "Modern Hopfield Model for Deep Tabular Learning"): α-entmax with learnable
 α, piecewise-linear encoding, the BiSHop network, a resumable training loop and a
-scikit-learn-style adapter (see estimator.py). Spec: /work/shared/spec/bishop.md.
+scikit-learn-style adapter (see estimator.py).
 
 The names below load on first use, so `tabrepro.bishop.config` (needed by the model registry,
 hence by every Snakemake start) does not import torch.
@@ -14,10 +14,10 @@ _HOMES = {
     "BiSHopConfig": "config",
     "AlphaEntmax": "entmax",
     "BiSHopEstimator": "estimator",
-    "BiSHopModel": "model",
+    "BiSHopNetwork": "model",
     "PiecewiseLinearEncoding": "ple",
     "BiSHopTrainer": "trainer",
-    "FitResult": "trainer",
+    "BiSHopFitResult": "trainer",
     "TabularTensors": "trainer",
 }
 __all__ = list(_HOMES)

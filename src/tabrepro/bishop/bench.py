@@ -15,7 +15,7 @@ Figures per case (each in a fresh subprocess, so that one case cannot mask anoth
   count: an estimate of the wall figure on dedicated cores (exact for one thread; for several it
   assumes perfect overlap, and spinning OpenMP threads inflate the CPU time);
 * GFLOP per sample (forward + backward, matrix products only, FlopCounterMode with the oneDNN
-  linear op registered: `tabrepro.torch_utils.flop_counter`);
+  linear op registered: `tabrepro.nn.bench.flop_counter`);
 * peak memory: growth of the peak resident set over the case (CPU) or the CUDA allocator's peak.
 CUDA is measured when available (`--device auto`).
 
@@ -39,7 +39,7 @@ import torch
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
-from tabrepro.torch_utils import PeakMemory, flop_counter, run_in_subprocess, synchronize
+from tabrepro.nn.bench import PeakMemory, flop_counter, run_in_subprocess, synchronize
 
 __all__ = ["load_data", "run_case", "main"]
 

@@ -1,6 +1,6 @@
 """BiSHop configuration: architecture, ablation switches, optimisation and the training loop.
 
-Sources, in order of precedence (/work/shared/spec/bishop.md):
+Sources, in order of precedence:
 1. the thesis (Xu 2024, §3 and §4.1): G = 32, L = 8, C = 10, H = 3, r = 4, S = 24, dropout 0.2,
    LR 5e-5, Adam (0.9, 0.999), ReduceLROnPlateau (factor 0.1, eps 1e-6), early stopping with
    patience 20 on the validation loss, at most 200 epochs;
@@ -26,9 +26,30 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from tabrepro.npt.config import ConfigDictMixin
+from tabrepro.nn.config import ConfigDictMixin
 
 __all__ = ["BiSHopConfig", "RESUME_NEUTRAL_FIELDS"]
+
+
+# Integer settings that must be at least 1 (validate checks them; the model interface declares
+# the same ranges to the configuration guard, tabrepro.models.bishop).
+POSITIVE_FIELDS = (
+    "embed_dim",
+    "patch_size",
+    "d_model",
+    "n_heads",
+    "ffn_dim",
+    "n_pooling",
+    "n_levels",
+    "merge_factor",
+    "n_decoded",
+    "block_mlp_hidden",
+    "batch_size",
+    "eval_batch_size",
+    "max_epochs",
+    "checkpoint_every_epochs",
+    "early_stopping_patience",
+)
 
 
 @dataclass
@@ -90,7 +111,7 @@ class BiSHopConfig(ConfigDictMixin):
     # its dropout masks (~16 % fewer FLOPs at the defaults). Off: per-row masks, as the
     # authors' code. (In evaluation it always runs once: without dropout that is exact.)
     share_decoder_input: bool = False
-    # Implementation only: fp32 CPU Linear layers through oneDNN (tabrepro.npt.model.linear;
+    # Implementation only: fp32 CPU Linear layers through oneDNN (tabrepro.nn.kernels.linear;
     # ~2x faster GEMMs on AMD CPUs, last-bit differences).
     onednn_linear: bool = True
     # Speed option, changes the numerics: bfloat16 autocast for the forward pass (matrix
@@ -158,22 +179,7 @@ class BiSHopConfig(ConfigDictMixin):
 
     def validate(self) -> None:
         """Reject settings that would silently do something else than asked."""
-        for name in (
-            "embed_dim",
-            "patch_size",
-            "d_model",
-            "n_heads",
-            "ffn_dim",
-            "n_pooling",
-            "n_levels",
-            "merge_factor",
-            "n_decoded",
-            "block_mlp_hidden",
-            "batch_size",
-            "eval_batch_size",
-            "max_epochs",
-            "checkpoint_every_epochs",
-        ):
+        for name in POSITIVE_FIELDS:
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model < self.n_heads:
@@ -189,8 +195,8 @@ class BiSHopConfig(ConfigDictMixin):
             raise ValueError("beta must be positive")
         if self.lr <= 0 or not 0 < self.lr_factor < 1:
             raise ValueError("lr must be positive and lr_factor in (0, 1)")
-        if self.early_stopping_patience < 1 or self.lr_patience < 0:
-            raise ValueError("early_stopping_patience must be >= 1 and lr_patience >= 0")
+        if self.lr_patience < 0:
+            raise ValueError(f"lr_patience must be >= 0, got {self.lr_patience}")
         if self.grad_clip_norm is not None and self.grad_clip_norm <= 0:
             raise ValueError("grad_clip_norm must be positive or None")
         if any(h <= 0 for h in self.head_hidden):

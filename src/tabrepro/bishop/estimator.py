@@ -1,18 +1,16 @@
 """scikit-learn-style adapter around BiSHopTrainer, for the project's model interface.
 
 Inputs are the project's preprocessed matrices: a continuous feature is one standardised column,
-a categorical feature a one-hot group (a single 0/1 column for a binary feature). `fit` takes
-`feature_groups`, a sequence of (kind, n_columns) in column order, e.g.
-[("continuous", 1), ("categorical", 3)], and turns the matrix back into per-feature codes with
-`tabrepro.npt.estimator.decode_features`: BiSHop embeds a categorical feature from its label
-(categories 0..K-1; an all-zero or NaN group is "missing", code -1, with its own embedding row)
-and encodes continuous features with PLE bins fitted on the training rows. Targets: class
-indices 0..n_classes-1, or standardised floats (predictions come back on that scale).
+a categorical feature a one-hot group (a single 0/1 column for a binary feature). `fit` takes the
+preprocessor's `FeatureLayout` (tabrepro.features), which turns the matrix back into per-feature
+category codes: BiSHop embeds a categorical feature from its label (categories
+0..n_categories-1; a missing entry, code -1, has its own embedding row) and encodes continuous
+features with PLE bins fitted on the training rows. Targets: class indices 0..n_classes-1, or
+standardised floats (predictions come back on that scale).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
@@ -20,23 +18,11 @@ import numpy as np
 import torch
 
 from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.trainer import BiSHopTrainer, FitResult, TabularTensors
-from tabrepro.npt.estimator import ColumnGroup, TaskEstimator, decode_features
+from tabrepro.bishop.trainer import BiSHopFitResult, BiSHopTrainer, TabularTensors
+from tabrepro.features import FeatureLayout
+from tabrepro.nn.estimator import TaskEstimator
 
-__all__ = ["BiSHopEstimator", "split_features"]
-
-
-def split_features(X: np.ndarray, groups: Sequence[ColumnGroup]) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-    """Encoded matrix -> (categorical codes (n, n_cat) int64 with -1 = missing, numerical
-    values (n, n_num) float32 with NaN kept, categories per categorical feature)."""
-    codes = decode_features(X, groups)
-    cat_cols = [j for j, (kind, _) in enumerate(groups) if kind == "categorical"]
-    num_cols = [j for j, (kind, _) in enumerate(groups) if kind == "continuous"]
-    cardinalities = tuple(max(int(width), 2) for kind, width in groups if kind == "categorical")
-    cat = codes[:, cat_cols]
-    x_cat = np.where(np.isnan(cat), -1, np.nan_to_num(cat, nan=-1.0)).astype(np.int64)
-    x_num = codes[:, num_cols].astype(np.float32)
-    return x_cat, x_num, cardinalities
+__all__ = ["BiSHopEstimator"]
 
 
 class BiSHopEstimator(TaskEstimator):
@@ -46,7 +32,7 @@ class BiSHopEstimator(TaskEstimator):
     config_class = BiSHopConfig
     config: BiSHopConfig
     trainer_: BiSHopTrainer | None
-    fit_result_: FitResult | None
+    fit_result_: BiSHopFitResult | None
 
     def _targets(self, y: np.ndarray, name: str) -> torch.Tensor:
         y = np.asarray(y, dtype=np.float64).reshape(-1)
@@ -62,8 +48,9 @@ class BiSHopEstimator(TaskEstimator):
         return torch.as_tensor(y.astype(np.float32))
 
     def _tensors(self, X: np.ndarray, y: np.ndarray | None = None, name: str = "X") -> TabularTensors:
-        assert self._groups is not None
-        x_cat, x_num, _ = split_features(X, self._groups)
+        assert self._layout is not None
+        x_cat = self._layout.category_codes(X)
+        x_num = self._layout.continuous_values(X).astype(np.float32)
         targets = None if y is None else self._targets(y, f"y for {name}")
         if targets is not None and targets.shape[0] != x_cat.shape[0]:
             raise ValueError(f"{name} and its targets have different numbers of rows")
@@ -76,29 +63,22 @@ class BiSHopEstimator(TaskEstimator):
         X_val: np.ndarray | None,
         y_val: np.ndarray | None,
         *,
-        feature_groups: Sequence[ColumnGroup],
+        layout: FeatureLayout,
     ) -> Self:
         """Train on the training rows; the validation rows drive LR reduction, early stopping
         and the choice of the kept epoch."""
-        groups = [(str(kind), int(width)) for kind, width in feature_groups]
-        for kind, width in groups:
-            if kind not in ("continuous", "categorical"):
-                raise ValueError(f"unknown feature kind {kind!r}")
-            if width < 1 or (kind == "continuous" and width != 1):
-                raise ValueError(f"bad column count {width} for a {kind} feature")
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         if self.is_classifier and self.n_classes is None:
             observed = [np.asarray(y).reshape(-1) for y in (y_train, y_val) if y is not None]
             self.n_classes = max(2, int(max(np.max(y) for y in observed if y.size)) + 1)
-        self._groups = groups
-        _, _, cardinalities = split_features(np.asarray(X_train)[:0], groups)
+        self._layout = layout
         train = self._tensors(X_train, y_train, "X_train")
         val = self._tensors(X_val, y_val, "X_val") if X_val is not None else None
         self.trainer_ = BiSHopTrainer(
             self.config,
             self.task,
-            cardinalities=cardinalities,
+            cardinalities=layout.category_counts,
             n_numerical=train.x_num.shape[1],
             n_classes=self.n_classes if self.is_classifier else None,
             checkpoint_dir=self.checkpoint_dir,
@@ -107,7 +87,7 @@ class BiSHopEstimator(TaskEstimator):
         return self
 
     def _outputs(self, X: np.ndarray) -> np.ndarray:
-        if self.trainer_ is None or self._groups is None:
+        if self.trainer_ is None or self._layout is None:
             raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
         outputs = self.trainer_.outputs(self._tensors(X))
         return outputs.cpu().double().numpy()

@@ -6,7 +6,7 @@ over P (per feature), the row-wise block over N (per patch position) through C l
 pooling vectors. Every operation is batched over features and patches: there is no Python loop
 over either.
 
-Speed (CPU): Linear layers go through oneDNN (`tabrepro.npt.model.linear`), the key projection
+Speed (CPU): Linear layers go through oneDNN (`tabrepro.nn.kernels.linear`), the key projection
 Y W_K is computed once and reused for the values (Y W_K) W_V, the pooling queries' projection is
 batch-independent and computed once per call, and α-entmax uses the Newton solver
 (`entmax.py`). In evaluation mode (no dropout) the decoder's first BiSHopModule, whose input
@@ -44,9 +44,10 @@ from torch import Tensor, nn
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.entmax import AlphaEntmax
 from tabrepro.bishop.ple import PiecewiseLinearEncoding
-from tabrepro.npt.model import DropoutGeneratorMixin, DropoutSource, Linear, dropout, dropout_mask
+from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, dropout_mask
+from tabrepro.nn.kernels import Linear
 
-__all__ = ["BiSHopModel", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge", "CategoricalEmbedding"]
+__all__ = ["BiSHopNetwork", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge", "CategoricalEmbedding"]
 
 
 def _trunc_normal(tensor: Tensor, std: float = 0.01) -> Tensor:
@@ -289,7 +290,7 @@ class CategoricalEmbedding(nn.Module):
     identifies the feature | individual per-category part (G - G_shared)] (§3.1).
 
     One table holds every feature's categories (offsets into it), plus one "missing" row per
-    feature for code -1.
+    feature, the row after its last category, for tabrepro.features.MISSING_CODE (-1).
     """
 
     def __init__(self, cardinalities: Sequence[int], embed_dim: int, shared_dim: int):
@@ -309,11 +310,12 @@ class CategoricalEmbedding(nn.Module):
         return torch.cat([shared, individual], dim=-1)
 
 
-class BiSHopModel(DropoutGeneratorMixin, nn.Module):
+class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
     """BiSHop for `cardinalities` categorical features (categories per feature) and
     `n_numerical` numerical features, with `n_outputs` outputs (classes, or 1 for regression).
 
-    forward(x_cat, x_num): x_cat (B, n_cat) int64 codes in [0, K_j) or -1 for missing; x_num
+    forward(x_cat, x_num): x_cat (B, n_cat) int64 codes in [0, K_j) or -1 for missing (the
+    category codes of tabrepro.features.FeatureLayout); x_num
     (B, n_num) standardised floats (NaN is read as 0, the training mean). Call `fit_encoding`
     on the training rows first (PLE bins).
     """

@@ -15,7 +15,7 @@ the same weights as an uninterrupted run. That rests on
   early-stopping counter, history), written atomically (temp file, fsync, os.replace).
 
 Speed: the optimiser is PyTorch's fused Adam, and `prepare` asks glibc to keep freed memory
-(`tabrepro.torch_utils.retain_freed_memory`, process-wide, changes no result): without it a CPU
+(`tabrepro.nn.session.retain_freed_memory`, process-wide, changes no result): without it a CPU
 step spent ~20 % of its time in page faults re-growing the heap that the previous step returned.
 Gradient clipping is folded into the fused Adam step (`_clipped_step`): no pass over the 17M
 gradients when the clipping factor is 1, the factor applied inside the Adam kernel otherwise.
@@ -30,36 +30,32 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from tabrepro.bishop.config import RESUME_NEUTRAL_FIELDS, BiSHopConfig
-from tabrepro.bishop.model import BiSHopModel
-from tabrepro.seeding import derive_seed
-from tabrepro.torch_utils import (
+from tabrepro.bishop.model import BiSHopNetwork
+from tabrepro.layout import WEIGHTS_FILE
+from tabrepro.nn.checkpoint import (
     StateFileMixin,
-    atomic_save,
-    bf16_autocast,
+    atomic_torch_save,
     clone_state,
-    deterministic_algorithms,
     load_weights_into,
-    resolve_device,
-    retain_freed_memory,
     tensor_digest,
     to_cpu,
     to_device,
 )
+from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
+from tabrepro.seeding import derive_seed
+from tabrepro.tasks import TASK_FAMILIES, TaskFamily
 
-__all__ = ["BiSHopTrainer", "FitResult", "TabularTensors", "STATE_FILE", "WEIGHTS_FILE"]
+__all__ = ["BiSHopTrainer", "BiSHopFitResult", "TabularTensors", "STATE_FILE", "WEIGHTS_FILE"]
 
 STATE_FILE = "state.pt"
-WEIGHTS_FILE = "weights.pt"
 _CHECKPOINT_FORMAT = 1
-
-Task = Literal["classification", "regression"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,10 @@ class TabularTensors:
 
 
 @dataclass
-class FitResult:
+class BiSHopFitResult:
+    """What one BiSHopTrainer.fit did: epochs, the kept epoch and its validation loss, the
+    per-epoch history, and whether it stopped early, diverged or resumed."""
+
     epochs: int  # epochs completed in total (including those before a resume)
     best_epoch: int  # epoch (1-based) whose weights were kept; = epochs without validation
     best_val_loss: float | None  # None without validation rows
@@ -106,7 +105,7 @@ class FitResult:
 
 
 class BiSHopTrainer(StateFileMixin):
-    """Trains one BiSHopModel (fit), then predicts with the selected weights."""
+    """Trains one BiSHopNetwork (fit), then predicts with the selected weights."""
 
     # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
     state_file = STATE_FILE
@@ -116,26 +115,26 @@ class BiSHopTrainer(StateFileMixin):
     def __init__(
         self,
         config: BiSHopConfig,
-        task: Task,
+        task: TaskFamily,
         *,
         cardinalities: tuple[int, ...] = (),
         n_numerical: int = 0,
         n_classes: int | None = None,
         checkpoint_dir: str | Path | None = None,
     ):
-        if task not in ("classification", "regression"):
+        if task not in TASK_FAMILIES:
             raise ValueError(f"unknown task {task!r}")
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.config = config
-        self.task: Task = task
+        self.task: TaskFamily = task
         self.cardinalities = tuple(int(c) for c in cardinalities)
         self.n_numerical = int(n_numerical)
         self.n_classes = n_classes
         self.n_outputs = n_classes if task == "classification" else 1
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.device = resolve_device(config.device)
-        self.model: BiSHopModel | None = None
+        self.model: BiSHopNetwork | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.ReduceLROnPlateau | None = None
         self._dropout_generator: torch.Generator | None = None
@@ -158,11 +157,11 @@ class BiSHopTrainer(StateFileMixin):
     def _seed(self, *names: object) -> int:
         return derive_seed(self.config.seed, "bishop", *names)
 
-    def build_model(self) -> BiSHopModel:
+    def build_model(self) -> BiSHopNetwork:
         """Initialise weights on CPU from an explicit seed (same init on every device)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed("init"))
-            model = BiSHopModel(self.config, self.cardinalities, self.n_numerical, self.n_outputs)
+            model = BiSHopNetwork(self.config, self.cardinalities, self.n_numerical, self.n_outputs)
         return model.to(self.device)
 
     def _check_data(self, data: TabularTensors, name: str, targets: bool = True) -> None:
@@ -183,7 +182,7 @@ class BiSHopTrainer(StateFileMixin):
             self._check_data(val, "validation data")
             if len(val) == 0:
                 val = None
-        retain_freed_memory()  # ~20 % faster CPU steps; see torch_utils
+        retain_freed_memory()  # ~20 % faster CPU steps; see tabrepro.nn.session
         self.train_data = train.to(self.device)
         self.val_data = None if val is None else val.to(self.device)
         self._fingerprint = None
@@ -328,7 +327,7 @@ class BiSHopTrainer(StateFileMixin):
         *,
         resume: bool = True,
         callback: Callable[[int, dict[str, float]], None] | None = None,
-    ) -> FitResult:
+    ) -> BiSHopFitResult:
         """Train (resuming from the state file in `checkpoint_dir` if there is one).
 
         `callback(epoch, record)` runs after each epoch, after that epoch's checkpoint was
@@ -349,7 +348,7 @@ class BiSHopTrainer(StateFileMixin):
                 if callback is not None:
                     callback(self.epoch, record)
             self._finish()
-        return FitResult(
+        return BiSHopFitResult(
             epochs=self.epoch,
             best_epoch=self.best_epoch,
             best_val_loss=self.best_loss,
@@ -440,7 +439,7 @@ class BiSHopTrainer(StateFileMixin):
         """The current model's state dict (weights and PLE bins) as a small weights-only file."""
         assert self.model is not None
         path = Path(path)
-        atomic_save(to_cpu(self.model.state_dict()), path)
+        atomic_torch_save(to_cpu(self.model.state_dict()), path)
         return path
 
     def load_weights(self, path: str | Path) -> None:

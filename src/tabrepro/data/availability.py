@@ -12,9 +12,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tabrepro.data.table import atomic_write_bytes
-
-STATUS_FILE = "fetch_status.json"
+from tabrepro.io import write_json
+from tabrepro.layout import FETCH_STATUS_FILE
 
 
 @dataclass(frozen=True)
@@ -28,14 +27,14 @@ class FetchStatus:
 
 
 def status_path(raw_dir: Path, source: str) -> Path:
-    return Path(raw_dir) / source / STATUS_FILE
+    return Path(raw_dir) / source / FETCH_STATUS_FILE
 
 
 def write_fetch_status(raw_dir: Path, status: FetchStatus) -> Path:
     """Write the status atomically (a crash never leaves half a file) and return its path."""
     path = status_path(raw_dir, status.source)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (json.dumps(asdict(status), indent=2) + "\n").encode())
+    write_json(path, asdict(status), sort_keys=False)
     return path
 
 

@@ -19,7 +19,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -34,8 +33,8 @@ from tqdm import tqdm
 
 from tabrepro import __version__
 from tabrepro.data.registry import DatasetSource, RemoteFile, get_source, safe_relative_path
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_open, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -359,31 +358,24 @@ def _stream_to_file(
     location: str,
     progress: bool,
 ) -> Digest:
-    """Stream into a temp file beside dest, verify, then rename; the temp file never survives."""
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        sha, md5, size = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
-        with os.fdopen(fd, "wb") as out, _progress_bar(length, dest.name, progress) as bar:
+    """Stream into a temp file beside dest, verify, then rename; the temp file never survives
+    (a failed check raises inside `atomic_open`, which removes it)."""
+    sha, md5, size = hashlib.sha256(), hashlib.md5(usedforsecurity=False), 0
+    with atomic_open(dest, suffix=".part") as out:
+        with _progress_bar(length, dest.name, progress) as bar:
             while chunk := _read_chunk(stream, label, location, size):
                 out.write(chunk)
                 sha.update(chunk)
                 md5.update(chunk)
                 size += len(chunk)
                 bar.update(len(chunk))
-            out.flush()
-            os.fsync(out.fileno())
         if length is not None and size != length:
             raise TruncatedDownloadError(
                 f"{label}: download from {location} truncated: expected {length} bytes, got {size}"
             )
         digest = Digest(sha.hexdigest(), md5.hexdigest(), size)
         _verify(digest, expectation, label, location)
-        os.replace(tmp, dest)
-        return digest
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    return digest
 
 
 def _verify(digest: Digest, expectation: Expectation, label: str, location: str) -> None:
@@ -432,7 +424,7 @@ def _record(directory: Path, name: str, sha256: str) -> None:
     entries = _read_manifest(directory)
     entries[name] = sha256
     text = "".join(f"{digest}  {file}\n" for file, digest in sorted(entries.items()))
-    atomic_write_bytes(directory / MANIFEST_NAME, text.encode("utf-8"))
+    atomic_write(directory / MANIFEST_NAME, text)
 
 
 def _remove_if_empty(directory: Path, created: bool) -> None:
@@ -461,16 +453,11 @@ def _extract_checked(zf: zipfile.ZipFile, archive: Path, member: str, dest_dir: 
     if not target.is_relative_to(root):
         raise UnsafeArchiveError(f"{archive.name}: member {member!r} would land outside {dest_dir}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
-        with zf.open(info) as src, os.fdopen(fd, "wb") as out:
+        with zf.open(info) as src, atomic_open(target, suffix=".part") as out:
             shutil.copyfileobj(src, out, CHUNK_SIZE)
-        os.replace(tmp_name, target)
-    except BaseException as exc:
-        Path(tmp_name).unlink(missing_ok=True)
-        if isinstance(exc, zipfile.BadZipFile):
-            raise FetchError(f"{archive.name}: member {member!r} is corrupt ({exc})") from exc
-        raise
+    except zipfile.BadZipFile as exc:
+        raise FetchError(f"{archive.name}: member {member!r} is corrupt ({exc})") from exc
     return target
 
 

@@ -17,8 +17,8 @@ from typing import Any, Literal, get_args
 import yaml
 
 from tabrepro.errors import InputError
+from tabrepro.tasks import TASKS, Task
 
-TaskType = Literal["binary", "multiclass", "regression"]
 SourceKind = Literal["url", "openml_task", "openml_dataset"]
 FormatKind = Literal["csv", "whitespace", "arff", "xls"]
 HeaderMode = Literal["none", "infer", "check", "replace"]
@@ -103,7 +103,7 @@ class DatasetSource:
 
     name: str
     title: str
-    task: TaskType
+    task: Task
     kind: SourceKind
     format: TableFormat
     files: tuple[RemoteFile, ...] = ()
@@ -423,7 +423,7 @@ def source_from_dict(name: str, raw: Any) -> DatasetSource:
     source = DatasetSource(
         name=name,
         title=_opt_str(raw, "title", where) or name,
-        task=_choice(raw.get("task"), get_args(TaskType), where, "task"),
+        task=_choice(raw.get("task"), TASKS, where, "task"),
         kind=kind,
         format=fmt,
         files=files,

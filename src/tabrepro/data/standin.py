@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tabrepro.data.registry import DatasetSource, Expected
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def allowed() -> bool:
 
 def write_marker(dataset_dir: Path, marker: StandinMarker) -> Path:
     path = Path(dataset_dir) / MARKER_FILE
-    atomic_write_bytes(path, marker.to_json().encode())
+    atomic_write(path, marker.to_json())
     return path
 
 

@@ -9,19 +9,17 @@ float64 (missing as NaN). When a dataset ships an official test file, its rows c
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import pandas as pd
 
-ColumnKind = Literal["continuous", "categorical"]
-TaskType = Literal["binary", "multiclass", "regression"]
+from tabrepro.io import atomic_path, atomic_write
+from tabrepro.layout import SCHEMA_FILE, TABLE_FILE
+from tabrepro.tasks import Task
 
-TABLE_FILE = "table.parquet"
-SCHEMA_FILE = "schema.json"
+ColumnKind = Literal["continuous", "categorical"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,7 @@ class ColumnSpec:
 @dataclass(frozen=True)
 class TableSchema:
     dataset: str
-    task: TaskType
+    task: Task
     target: str
     columns: list[ColumnSpec]  # features and target, target last
     n_rows: int
@@ -63,33 +61,11 @@ class Table:
     schema: TableSchema
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write via a temporary file in the same directory and rename, so a crash leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_table(table: Table, directory: Path) -> None:
     """Write table.parquet and schema.json atomically into `directory`."""
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{TABLE_FILE}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        table.frame.to_parquet(tmp, index=False)
-        os.replace(tmp, directory / TABLE_FILE)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    atomic_write_bytes(directory / SCHEMA_FILE, table.schema.to_json().encode())
+    with atomic_path(directory / TABLE_FILE) as temp:
+        table.frame.to_parquet(temp, index=False)
+    atomic_write(directory / SCHEMA_FILE, table.schema.to_json())
 
 
 def load_table(directory: Path) -> Table:

@@ -12,9 +12,9 @@ names above, and most of them never score anything.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
+
+from tabrepro.tasks import Task
 
 __all__ = ["HIGHER_IS_BETTER", "NLL_CLIP", "PROBA_SUM_TOLERANCE", "compute_metrics", "is_better"]
 
@@ -43,7 +43,7 @@ def is_better(metric: str, candidate: float, incumbent: float) -> bool:
 
 
 def compute_metrics(
-    task: Literal["binary", "multiclass", "regression"],
+    task: Task,
     y_true: np.ndarray,
     *,
     proba: np.ndarray | None = None,

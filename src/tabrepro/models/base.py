@@ -21,8 +21,7 @@ Two partial implementations sit on top of `TabularModel`:
   fitting and predicting are written once here.
 * `TorchModel`: a PyTorch network trained by one shared loop (AdamW, shuffled mini-batches, early
   stopping on the validation target loss, best weights restored), on CUDA when present, seeded
-  without touching the caller's global RNG state. `torch_session`, `CategoricalLayout` and
-  `save_state_dict` are also used by deep models with their own training loop (TabNet).
+  without touching the caller's global RNG state (tabrepro.nn.session.torch_session).
 
 Every model is also a scikit-learn estimator (docs/sklearn.md): `get_params`/`set_params`
 follow scikit-learn's protocol, so `clone`, `Pipeline`, `cross_val_score` and the searches work;
@@ -38,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -48,6 +46,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from tabrepro.features import FeatureLayout
+from tabrepro.nn.session import resolve_threads
+from tabrepro.tasks import LABELS_TASK, MODEL_TASKS, ModelTask
+
 if TYPE_CHECKING:
     import torch
     from sklearn.exceptions import NotFittedError
@@ -56,27 +58,14 @@ if TYPE_CHECKING:
     from tabrepro.models.hyperparameters import Hyperparameters
 
 __all__ = [
-    "Task",
-    "TASKS",
-    "LABELS_TASK",
-    "MODEL_TASKS",
     "TabularModel",
     "EstimatorModel",
     "TorchModel",
     "EarlyStopper",
     "NotFittedError",
     "FitContext",
-    "CategoricalLayout",
-    "torch_session",
-    "save_state_dict",
 ]
 
-Task = Literal["binary", "multiclass", "regression", "classification"]
-# The workflow's tasks: classification targets are class indices 0..n_classes-1.
-TASKS: tuple[str, ...] = ("binary", "multiclass", "regression")
-# scikit-learn's kind of classification: labels of any sortable type, `classes_` learned in fit.
-LABELS_TASK = "classification"
-MODEL_TASKS: tuple[str, ...] = (*TASKS, LABELS_TASK)
 # Feature matrices stay float32 or float64; anything else becomes float64.
 _FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -102,29 +91,34 @@ def _not_fitted(model: TabularModel) -> Exception:
 class FitContext:
     """What some models need beyond (X, y): optional for every model, ignored by most.
 
-    feature_groups: (kind, n_columns) per original feature in column order, kind "continuous" or
-        "categorical" (a one-hot group); NPT and BiSHop embed a feature, not a column.
+    feature_layout: which columns hold which original feature (the preprocessor's FeatureLayout,
+        tabrepro.features); NPT and BiSHop embed a feature, TabNet and FT-Transformer a category,
+        not a column. Without it every column is a continuous feature (`layout_for`).
     X_test: the test rows' features, targets never given. NPT's semi-supervised mode puts them
-        into its input with the target masked (npt.md, "Semi-supervision").
+        into its input with the target masked (NPT paper: test rows as semi-supervised input, Table 4).
     work_dir: a directory the model may use for resumable state (checkpoints). It is not a
         declared workflow output, so it survives a killed or requeued job.
     """
 
-    feature_groups: tuple[tuple[str, int], ...] | None = None
+    feature_layout: FeatureLayout | None = None
     X_test: np.ndarray | None = None
     work_dir: Path | None = None
+
+    def layout_for(self, n_columns: int) -> FeatureLayout:
+        """The feature layout of an n_columns-wide matrix: the given one (which must cover
+        exactly those columns), else every column a continuous feature."""
+        if self.feature_layout is None:
+            return FeatureLayout.all_continuous(n_columns)
+        if self.feature_layout.n_columns != n_columns:
+            raise ValueError(
+                f"the feature layout covers {self.feature_layout.n_columns} columns, the matrix has {n_columns}"
+            )
+        return self.feature_layout
 
 
 _NO_CONTEXT = FitContext()
 # TabularModel's own constructor arguments; a subclass's further ones are training settings.
 _BASE_ARGUMENTS = ("task", "params", "seed", "n_jobs", "n_classes")
-
-
-def _resolve_n_jobs(n_jobs: int) -> int:
-    """The thread count `n_jobs` stands for: -1 means every core; else a positive count."""
-    if not isinstance(n_jobs, (int, np.integer)) or (n_jobs < 1 and n_jobs != -1):
-        raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
-    return (os.cpu_count() or 1) if n_jobs == -1 else int(n_jobs)
 
 
 class TabularModel(ABC):
@@ -150,7 +144,7 @@ class TabularModel(ABC):
 
     def __init__(
         self,
-        task: Task,
+        task: ModelTask,
         params: dict[str, Any],
         seed: int,
         n_jobs: int = 1,
@@ -187,7 +181,7 @@ class TabularModel(ABC):
             raise TypeError(f"params must be a mapping of hyperparameters, got {self.params!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)):
             raise TypeError(f"seed must be an integer, got {self.seed!r}")
-        _resolve_n_jobs(self.n_jobs)
+        resolve_threads(self.n_jobs)
 
     # ------------------------------------------------------- scikit-learn's estimator protocol
     @classmethod
@@ -244,7 +238,7 @@ class TabularModel(ABC):
         put back when fit returns or raises, so get_params() and clone() never see the change.
         Yields the thread count.
         """
-        values: dict[str, Any] = {"n_jobs": _resolve_n_jobs(self.n_jobs), "seed": int(self.seed)}
+        values: dict[str, Any] = {"n_jobs": resolve_threads(self.n_jobs), "seed": int(self.seed)}
         signature = inspect.signature(type(self).__init__).parameters
         for name in self._get_param_names():
             if name in _BASE_ARGUMENTS:
@@ -334,7 +328,7 @@ class TabularModel(ABC):
             codes = np.argmax(self.predict_proba(X), axis=1).astype(np.int64)
             return self.classes_[codes] if self.task == LABELS_TASK else codes
         X = self._check_predict_input(X)
-        with threadpool_limits(limits=_resolve_n_jobs(self.n_jobs)):
+        with threadpool_limits(limits=resolve_threads(self.n_jobs)):
             values = np.asarray(self._predict_values(X), dtype=np.float64).reshape(-1)
         return values
 
@@ -353,7 +347,7 @@ class TabularModel(ABC):
         X = self._check_predict_input(X)
         if self._constant_proba is not None:
             return np.tile(self._constant_proba, (X.shape[0], 1))
-        with threadpool_limits(limits=_resolve_n_jobs(self.n_jobs)):
+        with threadpool_limits(limits=resolve_threads(self.n_jobs)):
             fitted = np.asarray(self._predict_proba(X), dtype=np.float64)
         # Several libraries compute in float32; rows are renormalised in float64 so that they
         # sum to one within float64 rounding, as the metrics expect.
@@ -577,102 +571,6 @@ class EstimatorModel(TabularModel):
 
 
 # --------------------------------------------------------------------------- deep models
-@dataclass(frozen=True)
-class CategoricalLayout:
-    """Where each original feature sits in the preprocessed matrix, for models that embed them.
-
-    The preprocessor one-hot encodes a categorical feature over its schema levels (plus a missing
-    column when the training rows had a missing value); a row whose level was never seen in
-    training is all zeros. `codes` turns each group back into one integer per row: the index of
-    the hot column, or `width` for an all-zero row. So each cardinality is width + 1 and no row,
-    whatever split it comes from, is ever out of an embedding's range.
-    """
-
-    kinds: tuple[str, ...]  # "continuous" or "categorical", one per original feature
-    starts: tuple[int, ...]  # first column of each feature
-    widths: tuple[int, ...]  # columns per feature (1 for a continuous feature)
-
-    @classmethod
-    def from_groups(cls, feature_groups: tuple[tuple[str, int], ...] | None, n_columns: int) -> CategoricalLayout:
-        """The layout of FitContext.feature_groups; without it every column is continuous."""
-        groups = feature_groups if feature_groups is not None else (("continuous", 1),) * n_columns
-        kinds, starts, widths, start = [], [], [], 0
-        for kind, width in groups:
-            if kind not in ("continuous", "categorical") or int(width) < 1:
-                raise ValueError(f"bad feature group ({kind!r}, {width!r})")
-            if kind == "continuous" and int(width) != 1:
-                raise ValueError(f"a continuous feature has one column, got {width}")
-            kinds.append(kind)
-            starts.append(start)
-            widths.append(int(width))
-            start += int(width)
-        if start != n_columns:
-            raise ValueError(f"feature_groups cover {start} columns, the matrix has {n_columns}")
-        return cls(tuple(kinds), tuple(starts), tuple(widths))
-
-    @property
-    def categorical_features(self) -> tuple[int, ...]:
-        """Indices (among the original features) of the categorical ones."""
-        return tuple(i for i, kind in enumerate(self.kinds) if kind == "categorical")
-
-    @property
-    def continuous_columns(self) -> np.ndarray:
-        return np.array([s for s, kind in zip(self.starts, self.kinds) if kind == "continuous"], dtype=np.int64)
-
-    @property
-    def cardinalities(self) -> list[int]:
-        """Embedding sizes: one code per level column plus one for "no level set"."""
-        return [self.widths[i] + 1 for i in self.categorical_features]
-
-    def codes(self, X: np.ndarray) -> np.ndarray:
-        """(n, n_categorical) integer codes, in feature order."""
-        out = np.empty((X.shape[0], len(self.categorical_features)), dtype=np.int64)
-        for j, i in enumerate(self.categorical_features):
-            block = X[:, self.starts[i] : self.starts[i] + self.widths[i]]
-            hot = block > 0.5
-            out[:, j] = np.where(hot.any(axis=1), hot.argmax(axis=1), self.widths[i])
-        return out
-
-    def per_feature(self, X: np.ndarray) -> np.ndarray:
-        """(n, n_features) float32: a continuous feature's value or a categorical feature's code."""
-        out = np.empty((X.shape[0], len(self.kinds)), dtype=np.float32)
-        continuous = [i for i, kind in enumerate(self.kinds) if kind == "continuous"]
-        out[:, continuous] = X[:, self.continuous_columns]
-        out[:, list(self.categorical_features)] = self.codes(X)
-        return out
-
-
-@contextlib.contextmanager
-def torch_session(seed: int | None, n_jobs: int) -> Iterator[torch.device]:
-    """CUDA when present (else CPU), `n_jobs` intra-op threads (-1: every core), and a private
-    seeded RNG.
-
-    The caller's global torch RNG state (CPU and the current CUDA device) and thread count are
-    restored on exit, so fitting one model never changes what the next one draws.
-    """
-    import torch
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    previous_threads = torch.get_num_threads()
-    devices = [torch.cuda.current_device()] if device.type == "cuda" else []
-    rng = torch.random.fork_rng(devices=devices) if seed is not None else contextlib.nullcontext()
-    with rng:
-        if seed is not None:
-            torch.manual_seed(seed)
-        torch.set_num_threads(_resolve_n_jobs(n_jobs))
-        try:
-            yield device
-        finally:
-            torch.set_num_threads(previous_threads)
-
-
-def save_state_dict(module: torch.nn.Module, path: Path) -> None:
-    """A module's weights only (CPU tensors; loadable with torch.load(weights_only=True))."""
-    from tabrepro.npt.trainer import atomic_save
-
-    atomic_save({k: v.detach().cpu() for k, v in module.state_dict().items()}, Path(path))
-
-
 def _rows(inputs: tuple[torch.Tensor | None, ...], rows: Any) -> list[torch.Tensor | None]:
     """The same rows of every network input, passing None inputs through."""
     return [None if t is None else t[rows] for t in inputs]
@@ -739,6 +637,8 @@ class TorchModel(TabularModel):
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
         import torch
+
+        from tabrepro.nn.session import torch_session
 
         training, architecture = self._split_params()
         d_out = self.n_fit_classes if self.is_classifier else 1
@@ -840,6 +740,8 @@ class TorchModel(TabularModel):
         return float(self._loss(self._outputs(network, inputs), target))
 
     def _predicted_outputs(self, X: np.ndarray) -> np.ndarray:
+        from tabrepro.nn.session import torch_session
+
         assert self._network is not None
         with torch_session(None, self.n_jobs):
             outputs = self._outputs(self._network, self._inputs(X, self._device))
@@ -863,5 +765,7 @@ class TorchModel(TabularModel):
         network = getattr(self, "_network", None)
         if network is None or self._fallback is not None or self.fit_info_.get("constant"):
             return False
+        from tabrepro.nn.checkpoint import save_state_dict
+
         save_state_dict(network, path)
         return True

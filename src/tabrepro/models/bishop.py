@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.bishop.config import POSITIVE_FIELDS, BiSHopConfig
 from tabrepro.models.base import TabularModel
 from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
 
@@ -49,26 +49,7 @@ class BiSHopModel(TabularModel):
         them. An ablation's fixed switch is refused: the ablation would override it silently."""
         positive = (1, None, "both")
         ranges = {
-            **{
-                name: positive
-                for name in (
-                    "embed_dim",
-                    "patch_size",
-                    "d_model",
-                    "n_heads",
-                    "ffn_dim",
-                    "n_pooling",
-                    "n_levels",
-                    "merge_factor",
-                    "n_decoded",
-                    "block_mlp_hidden",
-                    "batch_size",
-                    "eval_batch_size",
-                    "max_epochs",
-                    "checkpoint_every_epochs",
-                    "early_stopping_patience",
-                )
-            },
+            **dict.fromkeys(POSITIVE_FIELDS, positive),
             "dropout": (0.0, 1.0, "left"),
             "head_dropout": (0.0, 1.0, "left"),
             "alpha_init": (1.0, 2.0, "neither"),
@@ -92,24 +73,20 @@ class BiSHopModel(TabularModel):
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        import torch  # lazily: the registry (and every Snakemake start) need not load torch
-
+        # lazily: the registry (and every Snakemake start) need not load torch
         from tabrepro.bishop.estimator import BiSHopEstimator
+        from tabrepro.nn.session import torch_threads
 
         config = self._config()
-        groups = self.context.feature_groups or tuple(("continuous", 1) for _ in range(X_train.shape[1]))
+        layout = self.context.layout_for(X_train.shape[1])
         work_dir = self.context.work_dir
         if work_dir is not None:
             Path(work_dir).mkdir(parents=True, exist_ok=True)
         task = "regression" if self.task == "regression" else "classification"
         n_classes = self.n_fit_classes if self.is_classifier else None
         self._estimator = BiSHopEstimator(task, config, n_classes=n_classes, checkpoint_dir=work_dir)
-        previous_threads = torch.get_num_threads()
-        torch.set_num_threads(self.n_jobs)
-        try:
-            self._estimator.fit(X_train, y_train, X_val, y_val, feature_groups=groups)
-        finally:
-            torch.set_num_threads(previous_threads)
+        with torch_threads(self.n_jobs):
+            self._estimator.fit(X_train, y_train, X_val, y_val, layout=layout)
         result = self._estimator.fit_result_
         assert result is not None
         if result.resumed_from is not None:

@@ -2,10 +2,10 @@
 Section 3.3), the network from `rtdl_revisiting_models` trained by `TorchModel`'s loop.
 
 Features become tokens: a continuous feature through a linear embedding, a categorical feature
-through an embedding table. With `FitContext.feature_groups` each one-hot group is turned back
-into one integer code (`CategoricalLayout`: the hot column, or one extra code for a row with no
-level set) and embedded with cardinality width + 1, as the paper does; without feature groups
-every column is a continuous token.
+through an embedding table. With `FitContext.feature_layout` each one-hot group is turned back
+into one integer code (`FeatureLayout.embedding_codes`: the category, or one extra code for a
+missing entry) and embedded with cardinality n_categories + 1, as the paper does; without a
+layout every column is a continuous token.
 
 Search-space keys: the backbone's own names, n_blocks, d_block, attention_n_heads,
 attention_dropout, ffn_d_hidden (or ffn_d_hidden_multiplier), ffn_dropout, residual_dropout,
@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from tabrepro.models.base import CategoricalLayout, TorchModel
+from tabrepro.models.base import TorchModel
 from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+from tabrepro.tasks import TASK_FAMILIES
 
 if TYPE_CHECKING:  # torch is imported when a model is built, not when the registry loads
     import torch
@@ -52,7 +53,7 @@ class FTTransformerModel(TorchModel):
         def library() -> dict[str, tuple[type, ...]]:
             from rtdl_revisiting_models import FTTransformer, FTTransformerBackbone
 
-            return {family: (FTTransformer, FTTransformerBackbone) for family in ("classification", "regression")}
+            return {family: (FTTransformer, FTTransformerBackbone) for family in TASK_FAMILIES}
 
         return Hyperparameters(
             library=library,
@@ -80,7 +81,7 @@ class FTTransformerModel(TorchModel):
     }
 
     def _build_network(self, architecture: dict[str, Any], X_train: np.ndarray, d_out: int) -> torch.nn.Module:
-        self._layout = CategoricalLayout.from_groups(self.context.feature_groups, X_train.shape[1])
+        self._layout = self.context.layout_for(X_train.shape[1])
         kwargs = {**architecture_defaults(), **architecture}
         if "ffn_d_hidden" in architecture and "ffn_d_hidden_multiplier" not in architecture:
             kwargs["ffn_d_hidden_multiplier"] = None
@@ -90,7 +91,7 @@ class FTTransformerModel(TorchModel):
         self.fit_info_["d_block"] = d_block
         owned = {
             "n_cont_features": int(self._layout.continuous_columns.size),
-            "cat_cardinalities": self._layout.cardinalities,
+            "cat_cardinalities": self._layout.embedding_sizes,
             "d_out": d_out,
         }
         from rtdl_revisiting_models import FTTransformer
@@ -106,7 +107,7 @@ class FTTransformerModel(TorchModel):
             x_cont = torch.as_tensor(np.asarray(X[:, columns], dtype=np.float32), device=device)
         x_cat = None
         if self._layout.categorical_features:
-            x_cat = torch.as_tensor(self._layout.codes(X), device=device)
+            x_cat = torch.as_tensor(self._layout.embedding_codes(X), device=device)
         return x_cont, x_cat
 
     def _parameter_groups(self, network: torch.nn.Module) -> list[dict[str, Any]]:

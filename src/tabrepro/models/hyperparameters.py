@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabrepro.tasks import TASK_FAMILIES
+
 __all__ = [
     "Accept",
     "Rule",
@@ -58,7 +60,7 @@ __all__ = [
     "read_manifest",
 ]
 
-FAMILIES: tuple[str, ...] = ("classification", "regression")
+FAMILIES: tuple[str, ...] = TASK_FAMILIES
 TYPES: tuple[str, ...] = ("int", "float", "real_not_int", "str", "bool", "null", "sequence", "any")
 CLOSED: tuple[str, ...] = ("both", "left", "right", "neither")
 MANIFEST_PATH = Path(__file__).with_name("hyperparameters.json")
@@ -658,7 +660,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = _dump(build_manifest())
     if args.write:
-        MANIFEST_PATH.write_text(text)
+        from tabrepro.io import atomic_write
+
+        atomic_write(MANIFEST_PATH, text)
         print(MANIFEST_PATH)
         return 0
     if not MANIFEST_PATH.is_file() or MANIFEST_PATH.read_text() != text:

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
-from tabrepro.models.base import EarlyStopper, EstimatorModel, Task
+from tabrepro.models.base import EarlyStopper, EstimatorModel
 from tabrepro.models.hyperparameters import LOGGING, SEED, Hyperparameters, estimator_library, integer, options
+from tabrepro.tasks import ModelTask
 
 if TYPE_CHECKING:
     from sklearn.neural_network import MLPClassifier, MLPRegressor
@@ -69,7 +70,7 @@ class MLPModel(EstimatorModel):
 
     def __init__(
         self,
-        task: Task,
+        task: ModelTask,
         params: dict[str, Any],
         seed: int,
         n_jobs: int = 1,

@@ -5,7 +5,7 @@ of the paper's small-data sweep is one configuration and one workflow job (`per_
 because a variant trains for thousands of steps on a GPU.
 
 What the interface adds to NPTEstimator:
-* the attribute layout comes from `FitContext.feature_groups` (a one-hot group is one attribute);
+* the attributes come from `FitContext.feature_layout` (a one-hot group is one attribute);
   without it every column is treated as one continuous attribute;
 * semi-supervised mode puts `FitContext.X_test` into the input with targets hidden;
 * `FitContext.work_dir` holds the resumable state file, so a killed job continues where it
@@ -25,7 +25,7 @@ from tabrepro.models.base import TabularModel
 from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
 from tabrepro.npt.config import NPTConfig
 
-__all__ = ["NPTModel"]
+__all__ = ["NPTModel", "NPTISABModel"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ class NPTModel(TabularModel):
     name: ClassVar[str] = "npt"
     accelerator = "gpu"
     per_config_jobs = True
+    fixed: ClassVar[dict[str, Any]] = {}  # settings a registered variant fixes on top of the configuration
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:
@@ -45,6 +46,7 @@ class NPTModel(TabularModel):
                 for name in (
                     "embed_dim",
                     "n_layers",
+                    "n_inducing",
                     "n_heads",
                     "rff_expansion",
                     "max_steps",
@@ -70,13 +72,14 @@ class NPTModel(TabularModel):
             "lookahead_alpha": (0.0, 1.0, "right"),
             "lr": (0.0, None, "neither"),
         }
-        return Hyperparameters(owned={"seed": SEED}, reads=dataclass_rules(NPTConfig, exclude={"seed"}, ranges=ranges))
+        owned = {"seed": SEED, **{key: f"fixed to {value!r} by {cls.name}" for key, value in cls.fixed.items()}}
+        return Hyperparameters(owned=owned, reads=dataclass_rules(NPTConfig, exclude=set(owned), ranges=ranges))
 
     def _config(self) -> NPTConfig:
         values: dict[str, Any] = dict(self.params)
         if "seed" in values:
-            raise ValueError("npt: 'seed' is set by tabrepro and may not appear in a search space")
-        values["seed"] = self.seed
+            raise ValueError(f"{self.name}: 'seed' is set by tabrepro and may not appear in a search space")
+        values.update(self.fixed, seed=self.seed)
         if isinstance(values.get("lamb_betas"), list):
             values["lamb_betas"] = tuple(values["lamb_betas"])
         return NPTConfig.from_dict(values)
@@ -84,12 +87,12 @@ class NPTModel(TabularModel):
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        import torch  # lazily: the registry (and every Snakemake start) need not load torch
-
+        # lazily: the registry (and every Snakemake start) need not load torch
+        from tabrepro.nn.session import torch_threads
         from tabrepro.npt.estimator import NPTEstimator
 
         config = self._config()
-        groups = self.context.feature_groups or tuple(("continuous", 1) for _ in range(X_train.shape[1]))
+        layout = self.context.layout_for(X_train.shape[1])
         X_test = self.context.X_test if config.semi_supervised else None
         work_dir = self.context.work_dir
         if work_dir is not None:
@@ -111,12 +114,8 @@ class NPTModel(TabularModel):
                     record.get("lr", 0.0),
                 )
 
-        previous_threads = torch.get_num_threads()
-        torch.set_num_threads(self.n_jobs)
-        try:
-            self._estimator.fit(X_train, y_train, X_val, y_val, attributes=groups, X_test=X_test, progress=progress)
-        finally:
-            torch.set_num_threads(previous_threads)
+        with torch_threads(self.n_jobs):
+            self._estimator.fit(X_train, y_train, X_val, y_val, layout=layout, X_test=X_test, progress=progress)
         result = self._estimator.fit_result_
         assert result is not None
         if result.resumed_from is not None:
@@ -140,9 +139,18 @@ class NPTModel(TabularModel):
 
     def save_weights(self, path: Path) -> bool:
         """The selected weights only (a state dict of tensors, loadable with weights_only=True)."""
-        from tabrepro.npt.trainer import atomic_save
+        from tabrepro.nn.checkpoint import save_state_dict
 
         trainer = self._estimator.trainer_
         assert trainer is not None and trainer.model is not None
-        atomic_save({k: v.detach().cpu() for k, v in trainer.model.state_dict().items()}, Path(path))
+        save_state_dict(trainer.model, path)
         return True
+
+
+class NPTISABModel(NPTModel):
+    """NPT whose attention between datapoints is the Set Transformer's induced set attention
+    (datapoint_attention="isab", `n_inducing` learned points): O(n m) per ABD block instead of
+    O(n^2), for tables too large for NPT's full batch. An extension, not in the NPT paper."""
+
+    name: ClassVar[str] = "npt_isab"
+    fixed: ClassVar[dict[str, Any]] = {"datapoint_attention": "isab"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabrepro.errors import InputError
-from tabrepro.models.base import TabularModel, Task
+from tabrepro.models.base import TabularModel
 from tabrepro.models.bishop import BiSHopModel, ablation_models
 from tabrepro.models.catboost_model import CatBoostModel
 from tabrepro.models.ft_transformer import FTTransformerModel
@@ -16,11 +16,12 @@ from tabrepro.models.gradient_boosting import GradientBoostingModel
 from tabrepro.models.knn import KNNModel
 from tabrepro.models.lightgbm_model import LightGBMModel
 from tabrepro.models.mlp import MLPModel
-from tabrepro.models.npt import NPTModel
+from tabrepro.models.npt import NPTISABModel, NPTModel
 from tabrepro.models.random_forest import RandomForestModel
 from tabrepro.models.resnet import ResNetModel
 from tabrepro.models.tabnet import TabNetModel
 from tabrepro.models.xgboost_model import XGBoostModel
+from tabrepro.tasks import ModelTask
 
 __all__ = ["MODEL_NAMES", "MODEL_REGISTRY", "UnknownModelError", "get_model_class", "create_model"]
 
@@ -33,6 +34,7 @@ MODEL_REGISTRY: dict[str, type[TabularModel]] = {
     MLPModel.name: MLPModel,
     KNNModel.name: KNNModel,
     NPTModel.name: NPTModel,
+    NPTISABModel.name: NPTISABModel,  # NPT with induced set attention (an extension)
     TabNetModel.name: TabNetModel,
     FTTransformerModel.name: FTTransformerModel,
     ResNetModel.name: ResNetModel,
@@ -57,7 +59,7 @@ def get_model_class(name: str) -> type[TabularModel]:
 
 def create_model(
     name: str,
-    task: Task,
+    task: ModelTask,
     params: dict[str, Any],
     seed: int,
     n_jobs: int = 1,

@@ -21,6 +21,7 @@ import numpy as np
 
 from tabrepro.models.base import TorchModel
 from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+from tabrepro.tasks import TASK_FAMILIES
 
 if TYPE_CHECKING:  # torch is imported when a model is built, not when the registry loads
     import torch
@@ -47,7 +48,7 @@ class ResNetModel(TorchModel):
         def library() -> dict[str, tuple[type, ...]]:
             from rtdl_revisiting_models import ResNet
 
-            return {family: (ResNet,) for family in ("classification", "regression")}
+            return {family: (ResNet,) for family in TASK_FAMILIES}
 
         return Hyperparameters(
             library=library,

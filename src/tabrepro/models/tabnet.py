@@ -6,15 +6,16 @@ EarlyStopping callback, best weights restored), with what the protocol needs aro
 * Early stopping on the validation target loss: mean NLL (probabilities clipped like the
   evaluation metrics) or MSE on the standardised target; without validation rows the training
   rows are monitored. `patience` counts epochs without a strictly lower loss, as for the MLP.
-* Categorical features: with `FitContext.feature_groups` each one-hot group is turned back into
-  one integer column (`CategoricalLayout`: the hot column, or one extra code for a row with no
-  level set) and passed as `cat_idxs`/`cat_dims`, so TabNet embeds it (`cat_emb_dim`, default 1)
+* Categorical features: with `FitContext.feature_layout` each one-hot group is turned back into
+  one integer column (`FeatureLayout.per_feature`: the category, or one extra code for a missing
+  entry) and passed as `cat_idxs`/`cat_dims`, so TabNet embeds it (`cat_emb_dim`, default 1)
   and its feature masks select whole features, as in the TabNet paper. `cat_encoding: one_hot`
   keeps the one-hot columns as plain inputs instead.
 * Quiet and file-free: verbose 0, the library's end-of-training print and its warnings are
   swallowed, feature importances are not computed, nothing is written to disk or downloaded.
 * Seeded: the library seeds its initialisation and shuffling from `seed`; this runs inside
-  `torch_session`, so the caller's global RNG state and thread count are left as they were.
+  `tabrepro.nn.session.torch_session`, so the caller's global RNG state and thread count are left
+  as they were.
 
 Search-space keys: the TabModel constructor's own names (n_d, n_a, n_steps, gamma,
 n_independent, n_shared, momentum, lambda_sparse, mask_type, cat_emb_dim, epsilon, clip_value),
@@ -49,7 +50,8 @@ from typing import Any
 import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
-from tabrepro.models.base import CategoricalLayout, TabularModel, save_state_dict, torch_session
+from tabrepro.features import FeatureLayout
+from tabrepro.models.base import TabularModel
 from tabrepro.models.hyperparameters import DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number, options
 
 __all__ = ["TabNetModel"]
@@ -180,8 +182,11 @@ class TabNetModel(TabularModel):
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
         fit, schedule, encoding, constructor = self._settings()
-        groups = self.context.feature_groups if encoding == "embedding" else None
-        self._layout = CategoricalLayout.from_groups(groups, X_train.shape[1])
+        self._layout = (
+            self.context.layout_for(X_train.shape[1])
+            if encoding == "embedding"
+            else FeatureLayout.all_continuous(X_train.shape[1])
+        )
         batch_size = min(fit["batch_size"], X_train.shape[0])
         virtual = _ghost_batch_size(batch_size, min(fit["virtual_batch_size"], batch_size))
         validated = X_val is not None and y_val is not None
@@ -190,13 +195,15 @@ class TabNetModel(TabularModel):
 
         import torch  # lazily: the registry (and every Snakemake start) need not load torch
 
+        from tabrepro.nn.session import torch_session
+
         with torch_session(self.seed, self.n_jobs) as device:
             owned = {
                 "seed": self.seed,
                 "verbose": 0,
                 "device_name": device.type,
                 "cat_idxs": list(self._layout.categorical_features),
-                "cat_dims": self._layout.cardinalities,
+                "cat_dims": self._layout.embedding_sizes,
                 "optimizer_fn": torch.optim.Adam,
                 "optimizer_params": {"lr": float(fit["lr"]), "weight_decay": float(fit["weight_decay"])},
                 "scheduler_fn": torch.optim.lr_scheduler.StepLR if schedule else None,
@@ -249,12 +256,16 @@ class TabNetModel(TabularModel):
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         if isinstance(self._fallback, np.ndarray):
             return np.tile(self._fallback, (X.shape[0], 1))
+        from tabrepro.nn.session import torch_session
+
         with torch_session(None, self.n_jobs):
             return self._estimator.predict_proba(self._layout.per_feature(X))
 
     def _predict_values(self, X: np.ndarray) -> np.ndarray:
         if self._fallback is not None:
             return np.full(X.shape[0], float(self._fallback))
+        from tabrepro.nn.session import torch_session
+
         with torch_session(None, self.n_jobs):
             return self._estimator.predict(self._layout.per_feature(X)).reshape(-1)
 
@@ -263,5 +274,7 @@ class TabNetModel(TabularModel):
         estimator = getattr(self, "_estimator", None)
         if estimator is None or self._fallback is not None or self.fit_info_.get("constant"):
             return False
+        from tabrepro.nn.checkpoint import save_state_dict
+
         save_state_dict(estimator.network, path)
         return True

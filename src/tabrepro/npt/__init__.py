@@ -9,17 +9,15 @@ from importlib import import_module
 from typing import Any
 
 _HOMES = {
-    "Attribute": "config",
     "NPTConfig": "config",
-    "categorical": "config",
-    "continuous": "config",
     "TEST": "masking",
     "TRAIN": "masking",
     "VAL": "masking",
     "NPTTable": "masking",
-    "NPTModel": "model",
-    "FitResult": "trainer",
+    "NPTNetwork": "model",
+    "NPTFitResult": "trainer",
     "NPTTrainer": "trainer",
+    "NPTEstimator": "estimator",
 }
 __all__ = list(_HOMES)
 

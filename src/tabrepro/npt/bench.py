@@ -12,7 +12,7 @@ Cases (random data of the stated shape; the cost of a step does not depend on th
 A step is everything `NPTTrainer.train_step` does: slicing the epoch's masks, forward, loss,
 backward, gradient clipping, LAMB + Lookahead. FLOPs are counted with
 `torch.utils.flop_counter.FlopCounterMode` over one real step (the oneDNN linear op is registered
-with it: `tabrepro.torch_utils.flop_counter`), so the figure covers matrix products and attention
+with it: `tabrepro.nn.bench.flop_counter`), so the figure covers matrix products and attention
 only, not element-wise work.
 Peak memory: on CUDA the allocator's peak; on CPU the growth of the process's peak resident set
 while the case runs, each case in a fresh subprocess so that one case cannot mask another.
@@ -28,10 +28,11 @@ from typing import Any
 
 import torch
 
-from tabrepro.npt.config import NPTConfig, categorical, continuous
+from tabrepro.features import categorical, continuous
+from tabrepro.nn.bench import PeakMemory, flop_counter, run_in_subprocess, synchronize
+from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTTrainer
-from tabrepro.torch_utils import PeakMemory, flop_counter, run_in_subprocess, synchronize
 
 __all__ = ["CASES", "run_case", "main"]
 

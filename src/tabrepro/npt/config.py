@@ -1,85 +1,21 @@
-"""NPT configuration and the attribute description shared by every module of the package.
+"""NPT configuration: architecture, masking, optimisation and the training loop.
 
-All defaults follow the NPT paper (Kossen et al., NeurIPS 2021; /work/shared/spec/npt.md). Where
+All defaults follow the NPT paper (Kossen et al., NeurIPS 2021). Where
 the paper and the authors' public code disagree, the paper is the default and the code's choice
 is a named option (`attention_scale`, `kv_from_normalised`, `grad_clip`, `residual_bias`).
 Where the paper is silent, the choice is ours and says so in the field's comment.
+
+Imports no torch: the model registry (hence every Snakemake start) loads it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-__all__ = ["Attribute", "ConfigDictMixin", "NPTConfig", "categorical", "continuous"]
+from tabrepro.nn.config import ConfigDictMixin
 
-AttributeKind = Literal["categorical", "continuous"]
-
-
-@dataclass(frozen=True)
-class Attribute:
-    """One column of the table: categorical with `n_classes` categories, or continuous.
-
-    Categorical values are carried around as class indices and one-hot encoded at the model
-    input; continuous values are standardised floats (statistics from training rows only, which
-    is the caller's job).
-    """
-
-    kind: AttributeKind
-    n_classes: int = 0
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        if self.kind == "categorical":
-            if self.n_classes < 2:
-                raise ValueError(f"categorical attribute {self.name!r} needs n_classes >= 2")
-        elif self.kind == "continuous":
-            if self.n_classes != 0:
-                raise ValueError(f"continuous attribute {self.name!r} must have n_classes == 0")
-        else:
-            raise ValueError(f"unknown attribute kind {self.kind!r}")
-
-    @property
-    def is_categorical(self) -> bool:
-        return self.kind == "categorical"
-
-    @property
-    def width(self) -> int:
-        """Width of the encoded value (one-hot size, or 1) without the mask bit."""
-        return self.n_classes if self.is_categorical else 1
-
-
-def categorical(n_classes: int, name: str = "") -> Attribute:
-    return Attribute("categorical", n_classes, name)
-
-
-def continuous(name: str = "") -> Attribute:
-    return Attribute("continuous", 0, name)
-
-
-class ConfigDictMixin:
-    """Plain-dict round trip and copy-with-changes for a dataclass config (NPTConfig,
-    BiSHopConfig): the dict is what checkpoints store and what the model registry passes in.
-
-    Lives here because this module imports no torch (it is loaded by every Snakemake start);
-    tabrepro.bishop.config reuses it.
-    """
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> Self:
-        """The config from a dict, refusing unknown keys (a typo would silently be a default)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}")
-        return cls(**values)
-
-    def replace(self, **changes: Any) -> Self:
-        return dataclasses.replace(self, **changes)
+__all__ = ["NPTConfig", "RESUME_NEUTRAL_FIELDS"]
 
 
 @dataclass
@@ -107,8 +43,11 @@ class NPTConfig(ConfigDictMixin):
     # Paper: H.W_res is a plain matrix product. Authors' code: a Linear layer with a bias.
     residual_bias: bool = False
     # Ablation switch: "full" = NPT; "rowwise" = ABD blocks keep W_res and the row-wise rFF but
-    # drop attention between datapoints; "identity" = ABD blocks removed.
-    datapoint_attention: Literal["full", "rowwise", "identity"] = "full"
+    # drop attention between datapoints; "identity" = ABD blocks removed. Extension (not in the
+    # paper): "isab" = the Set Transformer's induced set attention, O(n m) instead of O(n^2):
+    # n_inducing learned points attend to the rows, then the rows attend to those m summaries.
+    datapoint_attention: Literal["full", "rowwise", "identity", "isab"] = "full"
+    n_inducing: int = 32  # m, used by datapoint_attention="isab" only
     layer_norm_eps: float = 1e-5  # paper silent; PyTorch default
     # Implementation only: fp32 Linear layers on CPU through oneDNN instead of MKL (same math,
     # ~2x faster on AMD CPUs, last-bit differences). See model.Linear.
@@ -165,6 +104,8 @@ class NPTConfig(ConfigDictMixin):
             raise ValueError("n_layers, embed_dim and n_heads must be positive")
         if self.embed_dim % self.n_heads:
             raise ValueError(f"embed_dim {self.embed_dim} is not divisible by n_heads {self.n_heads}")
+        if self.n_inducing < 1:
+            raise ValueError("n_inducing must be positive")
         for name in (
             "attention_dropout",
             "hidden_dropout",

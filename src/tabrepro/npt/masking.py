@@ -19,7 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tabrepro.npt.config import Attribute, NPTConfig
+from tabrepro.features import Feature
+from tabrepro.npt.config import NPTConfig
 
 __all__ = [
     "TRAIN",
@@ -47,7 +48,7 @@ class NPTTable:
     are never scored. Built once; the tensors it exposes are never written to.
     """
 
-    def __init__(self, attributes: Sequence[Attribute], values: Tensor, split: Tensor, missing: Tensor | None = None):
+    def __init__(self, attributes: Sequence[Feature], values: Tensor, split: Tensor, missing: Tensor | None = None):
         attributes = tuple(attributes)
         values = torch.as_tensor(values, dtype=torch.float32)
         split = torch.as_tensor(split, dtype=torch.int64).reshape(-1)
@@ -69,9 +70,9 @@ class NPTTable:
         for j, attribute in enumerate(attributes):
             if attribute.is_categorical:
                 column = observed_values[:, j]
-                if bool(((column != column.round()) | (column < 0) | (column >= attribute.n_classes)).any()):
+                if bool(((column != column.round()) | (column < 0) | (column >= attribute.n_categories)).any()):
                     raise ValueError(
-                        f"attribute {j} ({attribute.name!r}) needs class indices in [0, {attribute.n_classes})"
+                        f"attribute {j} ({attribute.name!r}) needs class indices in [0, {attribute.n_categories})"
                     )
 
         hidden = is_missing.clone()
@@ -87,7 +88,7 @@ class NPTTable:
         self._label_observed = ~is_missing[:, -1]
 
     @classmethod
-    def _from_parts(cls, attributes: tuple[Attribute, ...], parts: dict[str, Tensor]) -> NPTTable:
+    def _from_parts(cls, attributes: tuple[Feature, ...], parts: dict[str, Tensor]) -> NPTTable:
         table = cls.__new__(cls)
         table._attributes = attributes
         for name, tensor in parts.items():
@@ -96,7 +97,7 @@ class NPTTable:
 
     # ----------------------------------------------------------------- read-only views
     @property
-    def attributes(self) -> tuple[Attribute, ...]:
+    def attributes(self) -> tuple[Feature, ...]:
         return self._attributes
 
     @property
@@ -145,11 +146,19 @@ class NPTTable:
     def fingerprint(self) -> str:
         """Hash of everything the training trajectory may depend on (test labels excluded)."""
         digest = hashlib.sha256()
-        digest.update(repr(self._attributes).encode())
+        digest.update(_attributes_text(self._attributes).encode())
         val = self._split == VAL
         for tensor in (self._inputs, self._input_missing, self._split, torch.where(val, self._labels, 0.0)):
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         return digest.hexdigest()
+
+
+def _attributes_text(attributes: Sequence[Feature]) -> str:
+    """The attributes as checkpoint format 1 hashed them into `NPTTable.fingerprint` (the repr of
+    a tuple of NPT's former `Attribute(kind, n_classes, name)`), so that state files written
+    before the attributes became `Feature`s still resume."""
+    items = [f"Attribute(kind={a.kind!r}, n_classes={a.n_categories!r}, name={a.name!r})" for a in attributes]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 @dataclass(frozen=True)
@@ -192,7 +201,7 @@ def draw_masks(table: NPTTable, config: NPTConfig, generator: torch.Generator) -
     randomised = selected & (u_randomise < config.p_randomise)
     masked = selected & ~randomised
 
-    n_classes = torch.tensor([a.n_classes for a in table.attributes], device=device)
+    n_classes = torch.tensor([a.n_categories for a in table.attributes], device=device)
     is_categorical = n_classes > 0
     random_class = torch.minimum(torch.floor(u_class * n_classes), (n_classes - 1).clamp(min=0))
     random_values = torch.where(is_categorical, random_class, z_value)
@@ -237,7 +246,7 @@ def batch_plan(
 
 
 def entry_losses(
-    outputs: Sequence[Tensor], truth: Tensor, attributes: Sequence[Attribute], columns: Sequence[int] | None = None
+    outputs: Sequence[Tensor], truth: Tensor, attributes: Sequence[Feature], columns: Sequence[int] | None = None
 ) -> Tensor:
     """(b, len(columns)) per-entry losses: cross-entropy, or squared error on standardised values.
 
@@ -269,7 +278,7 @@ def npt_loss(
     truth: Tensor,
     target_selected: Tensor,
     feature_selected: Tensor,
-    attributes: Sequence[Attribute],
+    attributes: Sequence[Feature],
     lam: float,
 ) -> LossTerms:
     """L = (1 - lambda) L_targets + lambda L_features, each term divided by its own entry count.
@@ -294,7 +303,7 @@ def npt_loss(
     return LossTerms(total=total, target=target, feature=feature, n_target=n_target, n_feature=n_feature)
 
 
-def target_loss(target_outputs: Tensor, labels: Tensor, attribute: Attribute) -> Tensor:
+def target_loss(target_outputs: Tensor, labels: Tensor, attribute: Feature) -> Tensor:
     """Mean target loss (cross-entropy or MSE on the standardised scale) over the given rows."""
     if labels.numel() == 0:
         return torch.tensor(float("nan"))

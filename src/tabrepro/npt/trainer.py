@@ -28,7 +28,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, Attribute, NPTConfig
+from tabrepro.features import Feature
+from tabrepro.nn.checkpoint import StateFileMixin, atomic_torch_save, clone_state, load_weights_into, to_device
+from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device
+from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
 from tabrepro.npt.masking import (
     TEST,
     TRAIN,
@@ -41,23 +44,11 @@ from tabrepro.npt.masking import (
     npt_loss,
     target_loss,
 )
-from tabrepro.npt.model import NPTModel
+from tabrepro.npt.model import NPTNetwork
 from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.seeding import derive_seed
 
-# atomic_save and resolve_device lived here first; other modules still import them from here.
-from tabrepro.torch_utils import (
-    StateFileMixin,
-    atomic_save,
-    bf16_autocast,
-    clone_state,
-    deterministic_algorithms,
-    load_weights_into,
-    resolve_device,
-    to_device,
-)
-
-__all__ = ["NPTTrainer", "FitResult", "resolve_device", "STATE_FILE", "BEST_WEIGHTS_FILE"]
+__all__ = ["NPTTrainer", "NPTFitResult", "STATE_FILE", "BEST_WEIGHTS_FILE"]
 
 STATE_FILE = "state.pt"
 BEST_WEIGHTS_FILE = "best_weights.pt"
@@ -65,7 +56,10 @@ _CHECKPOINT_FORMAT = 1
 
 
 @dataclass
-class FitResult:
+class NPTFitResult:
+    """What one NPTTrainer.fit did: steps, the selected step and its validation loss, the loss
+    trajectory, and whether it resumed or diverged."""
+
     steps: int  # optimiser steps taken in total (including those before a resume)
     best_step: int  # step whose weights were kept
     best_val_loss: float | None  # None without validation rows
@@ -87,7 +81,7 @@ class _EpochPlan:
 
 
 class NPTTrainer(StateFileMixin):
-    """Trains one NPTModel on one NPTTable (fit), then predicts with the selected weights."""
+    """Trains one NPTNetwork on one NPTTable (fit), then predicts with the selected weights."""
 
     # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
     state_file = STATE_FILE
@@ -96,7 +90,7 @@ class NPTTrainer(StateFileMixin):
 
     def __init__(
         self,
-        attributes: list[Attribute] | tuple[Attribute, ...],
+        attributes: list[Feature] | tuple[Feature, ...],
         config: NPTConfig,
         *,
         checkpoint_dir: str | Path | None = None,
@@ -105,7 +99,7 @@ class NPTTrainer(StateFileMixin):
         self.config = config
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.device = resolve_device(config.device)
-        self.model: NPTModel | None = None
+        self.model: NPTNetwork | None = None
         self.optimizer: Lookahead | None = None
         self.schedule = LRSchedule.from_config(config)
         self.table: NPTTable | None = None
@@ -129,11 +123,11 @@ class NPTTrainer(StateFileMixin):
     def _generator(self, seed: int) -> torch.Generator:
         return torch.Generator(device=self.device).manual_seed(seed)
 
-    def build_model(self) -> NPTModel:
+    def build_model(self) -> NPTNetwork:
         """Initialise weights on CPU from an explicit seed (same init on every device)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._seed("init"))
-            model = NPTModel(self.attributes, self.config)
+            model = NPTNetwork(self.attributes, self.config)
         return model.to(self.device)
 
     def prepare(self, table: NPTTable) -> None:
@@ -231,7 +225,7 @@ class NPTTrainer(StateFileMixin):
         if batches is None:
             batches = self.eval_batches(table)
         self.model.eval()
-        width = self.attributes[-1].width
+        width = self.attributes[-1].one_hot_width
         result = torch.empty((table.n_rows, width), device=self.device)
         for rows in batches:
             with bf16_autocast(self.device, self.config.bf16_autocast):
@@ -264,7 +258,7 @@ class NPTTrainer(StateFileMixin):
 
     def fit(
         self, table: NPTTable, *, resume: bool = True, callback: Callable[[int, dict[str, float]], None] | None = None
-    ) -> FitResult:
+    ) -> NPTFitResult:
         """Train for `max_steps` steps (resuming from the state file if there is one).
 
         `callback(step, record)` runs after each step, after that step's checkpoint was written;
@@ -287,7 +281,7 @@ class NPTTrainer(StateFileMixin):
                     callback(self.step, record)
             self._finish()
             test_loss = self.split_loss(self.target_outputs(), TEST)
-        return FitResult(
+        return NPTFitResult(
             steps=self.step,
             best_step=self.best_step,
             best_val_loss=self.best_loss,
@@ -310,7 +304,9 @@ class NPTTrainer(StateFileMixin):
         self.model.load_state_dict(self.best_weights)
         self.model.eval()
         if self.checkpoint_dir is not None:
-            atomic_save({k: v.cpu() for k, v in self.best_weights.items()}, self.checkpoint_dir / BEST_WEIGHTS_FILE)
+            atomic_torch_save(
+                {k: v.cpu() for k, v in self.best_weights.items()}, self.checkpoint_dir / BEST_WEIGHTS_FILE
+            )
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -318,7 +314,7 @@ class NPTTrainer(StateFileMixin):
         return {
             "format": _CHECKPOINT_FORMAT,
             "config": self.config.to_dict(),
-            "attributes": [(a.kind, a.n_classes, a.name) for a in self.attributes],
+            "attributes": [(a.kind, a.n_categories, a.name) for a in self.attributes],
             "table_fingerprint": self.table.fingerprint(),
             "step": self.step,
             "model": self.model.state_dict(),

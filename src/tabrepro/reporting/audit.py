@@ -26,8 +26,9 @@ from typing import Any
 
 import yaml
 
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_write
+from tabrepro.layout import SCORECARD_CSV_FILE
 from tabrepro.reporting.records import RECORDS_DIR, read_records
 
 AUDIT_FILE = Path("docs") / "audit.yaml"
@@ -136,7 +137,7 @@ def load_audit(path: Path = AUDIT_FILE) -> Audit:
 
 def differing_cells(record_dir: Path) -> list[dict[str, str]]:
     """The `differs` cells of a record's scorecard.csv, with the fields the audit reports."""
-    path = Path(record_dir) / "results" / "scorecard" / "scorecard.csv"
+    path = Path(record_dir) / "results" / "scorecard" / SCORECARD_CSV_FILE
     with path.open(encoding="utf-8", newline="") as handle:
         rows = [row for row in csv.DictReader(handle) if row["verdict_class"] == "differs"]
     return [
@@ -261,5 +262,5 @@ def update_audit(
                 f"{doc}: the audit block is stale; regenerate it with `tabrepro record` (no name: only the docs)"
             )
         else:
-            atomic_write_bytes(doc, fresh.encode())
+            atomic_write(doc, fresh)
     return problems

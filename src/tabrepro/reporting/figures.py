@@ -8,8 +8,6 @@ metadata entry, so the same inputs give the same PNG bytes.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ matplotlib.use("Agg")  # before anything else from matplotlib: no display, no GU
 
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from tabrepro.io import atomic_path  # noqa: E402
 
 __all__ = [
     "save",
@@ -46,16 +46,8 @@ DPI = 110
 def save(figure: Figure, path: Path) -> Path:
     """Write a PNG atomically; returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(handle)
-    try:
+    with atomic_path(path, suffix=".png") as temp:
         figure.savefig(temp, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
-        os.chmod(temp, 0o644)  # mkstemp creates 0600; figures are meant to be read by anyone
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
     return path
 
 

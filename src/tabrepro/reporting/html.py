@@ -39,6 +39,7 @@ import pandas as pd
 
 from tabrepro.analysis.settings import LOOKUP_VARIANTS
 from tabrepro.errors import InputError
+from tabrepro.layout import REPORT_INDEX_FILE
 from tabrepro.reporting import figures
 from tabrepro.reporting.rank_tests import OmnibusResult, complete_rank_matrix, friedman_test
 from tabrepro.reporting.tables import (
@@ -54,7 +55,7 @@ from tabrepro.reporting.tables import (
 
 __all__ = ["ReportError", "build_report", "se_units", "find_chromium", "screenshot", "BrowserError", "INDEX"]
 
-INDEX = "index.html"
+INDEX = REPORT_INDEX_FILE
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless_shell")
 # NPT's own compute cost (the NPT paper's Tables 6-7, §B.6), for the cost section.
 PAPER_NPT_COST = {"protein": ("11 h 51 m", "6.17 GB (GPU)"), "higgs": ("5 d 22 h", "19.18 GB (GPU)")}

@@ -25,9 +25,10 @@ import pandas as pd
 from tabrepro.config import Job
 from tabrepro.data.availability import FetchStatus, read_fetch_status, status_path
 from tabrepro.data.registry import get_source
-from tabrepro.data.table import atomic_write_bytes
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+from tabrepro.io import atomic_write
+from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKDOWN_FILE, SCORECARD_SUMMARY_FILE
 from tabrepro.reporting.reference import reference_table_id
 from tabrepro.reporting.tables import (
     DASH,
@@ -65,7 +66,6 @@ Z_LIMIT = 2.0
 CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN = "consistent", "differs", "undetermined", "not run"
 VERDICTS = (CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN)
 COUNT_KEYS = {CONSISTENT: "consistent", DIFFERS: "differs", UNDETERMINED: "undetermined", NOT_RUN: "not_run"}
-FILES = ("scorecard.md", "scorecard.csv", "summary.json")
 LOG_TAIL_BYTES = 4096
 LOG_LINE_CHARS = 200
 # Papers whose reported numbers were chosen by test score: the BiSHop thesis' code selects its
@@ -782,12 +782,12 @@ def write_scorecard(card: Scorecard, out_dir: Path) -> list[Path]:
     """Write scorecard.md, scorecard.csv and summary.json atomically; returns their paths."""
     out_dir = Path(out_dir)
     payloads = {
-        "scorecard.md": render_markdown(card).encode("utf-8"),
-        "scorecard.csv": cells_frame(card).to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        "summary.json": (json.dumps(summary(card), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        SCORECARD_MARKDOWN_FILE: render_markdown(card).encode("utf-8"),
+        SCORECARD_CSV_FILE: cells_frame(card).to_csv(index=False, lineterminator="\n").encode("utf-8"),
+        SCORECARD_SUMMARY_FILE: (json.dumps(summary(card), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
     }
     written = []
-    for name in FILES:
-        atomic_write_bytes(out_dir / name, payloads[name])
+    for name in SCORECARD_FILES:
+        atomic_write(out_dir / name, payloads[name])
         written.append(out_dir / name)
     return written

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,8 @@ from scipy.stats import rankdata
 
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+from tabrepro.io import atomic_write
+from tabrepro.layout import METRICS_FILE
 from tabrepro.reporting.reference import (
     PaperValue,
     lookup,
@@ -31,9 +31,8 @@ from tabrepro.reporting.reference import (
     reference_methods,
     reference_table_id,
 )
+from tabrepro.tasks import TASKS
 
-RESULT_FILE = "metrics.json"
-TASKS = ("binary", "multiclass", "regression")
 SPREAD_KINDS = ("se", "sd")
 DASH = "—"
 REQUIRED_KEYS = ("paper", "dataset", "model", "fold", "task", "metrics")
@@ -59,7 +58,7 @@ def collect_results(results_dir: Path, paper: str) -> list[dict[str, Any]]:
     that is not valid JSON, lacks a field, or lies in the wrong directory raises ResultsError.
     """
     root = Path(results_dir) / paper
-    return [_read_result(path, paper) for path in sorted(root.glob(f"*/*/fold*/{RESULT_FILE}"))]
+    return [_read_result(path, paper) for path in sorted(root.glob(f"*/*/fold*/{METRICS_FILE}"))]
 
 
 def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
@@ -72,7 +71,7 @@ def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
     root = Path(params.results_dir)
     results = []
     for job in params.jobs([paper]):
-        path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / RESULT_FILE
+        path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / METRICS_FILE
         if not path.is_file():
             continue
         result = _read_result(path, paper)
@@ -658,20 +657,6 @@ def _latex_tabular(view: TableView) -> list[str]:
 # --------------------------------------------------------------------------- writing
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and os.replace, so a reader (or a killed
-    Snakemake job) never sees a half-written table."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def build_view(
     key: str,
     table_cfg: Mapping[str, Any],
@@ -716,5 +701,5 @@ def _write_view(view: TableView, paper: str, out_dir: Path) -> list[Path]:
         out_dir / f"{view.key}.csv": view.tidy.to_csv(index=False, lineterminator="\n"),
     }
     for path, text in outputs.items():
-        write_atomic(path, text)
+        atomic_write(path, text)  # a reader (or a killed job) never sees half a table
     return list(outputs)

@@ -37,10 +37,11 @@ from typing import Any
 
 import yaml
 
-from tabrepro.config import REPO_ROOT, Params
+from tabrepro.config import REPO_ROOT, Job, Params
 from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, read_marker
-from tabrepro.data.table import atomic_write_bytes
+from tabrepro.io import atomic_write, write_json
+from tabrepro.layout import RunLayout
 from tabrepro.scale.measure import StageResult, run_measured
 from tabrepro.scale.standins import MIN_ROWS, STANDIN_DATASETS
 
@@ -125,6 +126,7 @@ class Bench:
         self.work = Path(args.work).resolve()
         self.data_dir = self.work / "data"
         self.results_dir = self.work / "results"
+        self.layout = RunLayout(self.data_dir, self.results_dir, self.work / "logs")
         self.params_path = self.work / "params.yaml"
         self.records: list[Record] = []
         self.params: Params | None = None  # the benchmark's parameters, once run() validated them
@@ -178,8 +180,8 @@ class Bench:
             job or {},
             error,
             table_facts(
-                self.data_dir / "processed" / DATASETS[dataset] / "schema.json",
-                self.data_dir / "splits" / PAPER / dataset / "splits.json",
+                self.layout.processed_schema.path(source=DATASETS[dataset]),
+                self.layout.split_manifest.path(paper=PAPER, dataset=dataset),
             ),
         )
         if model is not None and not record.job.get("config"):  # stopped early: what it was running
@@ -241,12 +243,12 @@ class Bench:
         return True
 
     def _prepared(self, dataset: str, rows: int) -> bool:
-        schema = self.data_dir / "processed" / DATASETS[dataset] / "schema.json"
-        split = self.data_dir / "splits" / PAPER / dataset / "fold0.npy"
+        schema = self.layout.processed_schema.path(source=DATASETS[dataset])
+        split = self.layout.split_fold.path(paper=PAPER, dataset=dataset, fold=0)
         return schema.is_file() and split.is_file() and json.loads(schema.read_text())["n_rows"] == rows
 
     def train_stages(self, dataset: str, rows: int, model: str) -> None:
-        job_dir = self.results_dir / PAPER / dataset / model / "fold0"
+        job = Job(PAPER, dataset, model, 0)
         if model in PER_CONFIG_MODELS:
             result = self._run(
                 f"{dataset}.{model}.train-config",
@@ -254,7 +256,12 @@ class Bench:
                 model,
             )
             record = self._record(
-                dataset, rows, "train-config", model, result, _job_summary(job_dir / "config0" / "result.json")
+                dataset,
+                rows,
+                "train-config",
+                model,
+                result,
+                _job_summary(self.layout.config_result.path(job, config=0)),
             )
             if record.status != "ok":
                 return
@@ -263,14 +270,14 @@ class Bench:
                 self._tabrepro("select", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
                 model,
             )
-            self._record(dataset, rows, "select", model, result, _job_summary(job_dir / "metrics.json"))
+            self._record(dataset, rows, "select", model, result, _job_summary(self.layout.job_metrics.path(job)))
             return
         result = self._run(
             f"{dataset}.{model}.train",
             self._tabrepro("train", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
             model,
         )
-        self._record(dataset, rows, "train", model, result, _job_summary(job_dir / "metrics.json"))
+        self._record(dataset, rows, "train", model, result, _job_summary(self.layout.job_metrics.path(job)))
 
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
         """The one configuration the job fits (tabrepro.training.job_configs, as the job itself)."""
@@ -287,7 +294,7 @@ class Bench:
         base = yaml.safe_load(Path(self.args.params).read_text())
         raw = bench_params(base, self.args.datasets, self.args.models)
         self.params = Params(raw, source=str(self.params_path))  # validated before anything runs
-        atomic_write_bytes(self.params_path, yaml.safe_dump(raw, sort_keys=False).encode())
+        atomic_write(self.params_path, yaml.safe_dump(raw, sort_keys=False))
         for dataset in self.args.datasets:
             rows = self.rows_for(dataset)
             if not self.data_stages(dataset, rows):
@@ -306,7 +313,7 @@ class Bench:
             "machine": _machine(),
             "records": [asdict(r) for r in self.records],
         }
-        atomic_write_bytes(Path(self.args.json), (json.dumps(payload, indent=1) + "\n").encode())
+        write_json(Path(self.args.json), payload, indent=1, sort_keys=False)
 
 
 def table_facts(schema_path: Path, splits_path: Path | None = None) -> dict[str, Any]:

@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from tabrepro.data.registry import DatasetSource, get_source
 from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinMarker, read_marker, write_marker
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_open
 from tabrepro.scale.generators import GENERATORS, FilePart
 from tabrepro.seeding import derive_seed
 
@@ -98,14 +98,12 @@ def _check_target_dir(dataset_dir: Path, names: list[str], force: bool) -> None:
         )
 
 
-def _open_output(path: Path):
-    """A text stream into a temporary file beside `path` (gzip when the name ends in .gz)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    raw = os.fdopen(fd, "wb")
+def _output_stream(raw: BinaryIO, path: Path) -> BinaryIO:
+    """What the rows are written to: `raw` itself, or a gzip stream over it when the name ends
+    in .gz (fixed mtime and name, so the bytes depend on the rows only)."""
     if path.name.endswith(".gz"):
-        stream = gzip.GzipFile(filename=path.name[:-3], mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
-        return Path(tmp), raw, stream
-    return Path(tmp), raw, raw
+        return gzip.GzipFile(filename=path.name[:-3], mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
+    return raw
 
 
 def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, seed: int, progress: bool) -> int:
@@ -113,9 +111,9 @@ def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, see
     generator = GENERATORS[dataset]
     rng = np.random.default_rng(derive_seed(seed, "standin", dataset, plan.name))
     target = dataset_dir / plan.name
-    tmp, raw, stream = _open_output(target)
     started = time.perf_counter()
-    try:
+    with atomic_open(target) as raw:
+        stream = _output_stream(raw, target)
         for start in range(0, plan.rows, CHUNK_ROWS):
             n = min(CHUNK_ROWS, plan.rows - start)
             stream.write(generator(rng, n, FilePart(index, plan.rows, start)).encode("utf-8"))
@@ -126,15 +124,7 @@ def _write_file(dataset: str, plan: FilePlan, index: int, dataset_dir: Path, see
                     flush=True,
                 )
         if stream is not raw:
-            stream.close()
-        raw.flush()
-        os.fsync(raw.fileno())
-        raw.close()
-        os.replace(tmp, target)
-    except BaseException:
-        raw.close()
-        tmp.unlink(missing_ok=True)
-        raise
+            stream.close()  # writes the gzip trailer; `raw` stays open for atomic_open
     return target.stat().st_size
 
 

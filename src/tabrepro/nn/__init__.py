@@ -1,0 +1,13 @@
+"""The deep-learning layer that the paper packages (tabrepro.npt, tabrepro.bishop) and the model
+interface (tabrepro.models) share, and none of them owns:
+
+* `config`     the plain-dict round trip of a network's dataclass config (no torch);
+* `estimator`  the scikit-learn-style adapter base of NPT's and BiSHop's estimators (no torch);
+* `dropout`    dropout drawing from an explicit, checkpointed generator;
+* `kernels`    oneDNN GEMMs and attention with dropout, the CPU fast paths;
+* `checkpoint` atomic checkpoint files and the checks before resuming from one;
+* `session`    device, threads, seeded RNG, determinism, autocast;
+* `bench`      FLOP, time and memory measurement for the benchmarks.
+
+Nothing is imported here, so that importing `tabrepro.nn.config` does not import torch.
+"""

@@ -1,0 +1,78 @@
+"""What the `bench` modules (tabrepro.npt.bench, tabrepro.bishop.bench) measure with: FLOPs
+(including the oneDNN linear op the models use), finished-work timing, peak memory, and a fresh
+process per case. The trainers never import this module.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import torch
+
+if TYPE_CHECKING:
+    from torch.utils.flop_counter import FlopCounterMode
+
+_T = TypeVar("_T")
+
+__all__ = ["flop_counter", "synchronize", "PeakMemory", "run_in_subprocess"]
+
+
+def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    return 2 * math.prod(out_shape) * int(w_shape[-1])
+
+
+def flop_counter() -> FlopCounterMode:
+    """FlopCounterMode that also counts the oneDNN linear op the models use on CPU.
+
+    FlopCounterMode knows aten's matrix products only; without the extra entry every oneDNN
+    GEMM (tabrepro.nn.kernels.Linear) would count as zero FLOPs.
+    """
+    from torch.utils.flop_counter import FlopCounterMode  # benchmarks only; keeps trainers lean
+
+    mapping = {}
+    if hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        mapping[torch.ops.mkldnn._linear_pointwise] = _linear_pointwise_flops
+    return FlopCounterMode(display=False, custom_mapping=mapping)
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued CUDA work (a no-op on CPU), so that a timer measures finished work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _peak_rss_kib() -> int:
+    import resource  # Unix only, as are the benchmarks; the trainers never get here
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+class PeakMemory:
+    """Peak memory of one benchmark case: the CUDA allocator's peak, or on CPU the growth of
+    the process's peak resident set since this object was made (create it before the model)."""
+
+    def __init__(self) -> None:
+        self._rss_before_kib = _peak_rss_kib()
+
+    @staticmethod
+    def reset_device_peak(device: torch.device) -> None:
+        """Start the CUDA peak from here (after setup, so that it covers the steps)."""
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+
+    def measure(self, device: torch.device) -> tuple[int, str]:
+        """(peak bytes, what the figure is)."""
+        if device.type == "cuda":
+            return torch.cuda.max_memory_allocated(device), "CUDA allocator peak"
+        return (_peak_rss_kib() - self._rss_before_kib) * 1024, "peak RSS growth"
+
+
+def run_in_subprocess(function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """function(*args, **kwargs) in a fresh spawned process (a benchmark case whose peak memory
+    and thread settings must not leak into the next case); `function` must be importable."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(1) as pool:
+        return pool.apply(function, args, kwargs)

@@ -1,0 +1,159 @@
+"""What each workflow job asks a scheduler for: threads, memory and run time.
+
+The policy is params.yaml's `resources:` section, which a profile may override key by key
+(`profiles.NAME.resources`):
+
+* `default` and `rules`: fixed requests for the bookkeeping and data rules (fetch, prepare,
+  split, tables, ...), per rule where it needs more than the default;
+* `training`: the train, train_config and select_config jobs. With `sizing: plan` each job is
+  sized by the compute plan (tabrepro.plan): the calibrated cost model's estimate of that job's
+  run time and peak memory for its model family, search budget and dataset size, times the
+  safety factors, within the bounds. CPU models that can use several cores and are predicted to
+  run longer than `long_job_hours` on one get 2, 4, 8, ... threads. With `sizing: fixed` every
+  training job gets `fixed`.
+
+The workflow multiplies memory and run time by Snakemake's attempt number, so a retried job asks
+for more. GPU jobs ask for a GPU separately (the rules' `gpu` resource); this module sizes their
+host side and run time.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tabrepro.config import Job
+
+if TYPE_CHECKING:
+    from tabrepro.config import Params
+    from tabrepro.plan import JobEstimate, Planner
+
+__all__ = ["RULES", "TRAINING_RULES", "Request", "JobSizer", "policy", "size_job"]
+
+# Every rule of the workflow (a test checks this against the Snakefile); params.yaml's
+# `resources.rules` may name only these.
+RULES = (
+    "fetch",
+    "availability",
+    "prepare",
+    "split",
+    "train",
+    "train_config",
+    "select_config",
+    "tables",
+    "scorecard",
+    "report_html",
+    "analyse_fold",
+    "analyse_lookup",
+    "feature_sparsity",
+    "feature_sparsity_plot",
+)
+# Training rules and the compute plan's name for their kind of job.
+TRAINING_RULES = {"train": "train", "train_config": "train_config", "select_config": "select"}
+# Model families that use more than one core when given them (the rest run on one).
+THREADED_FAMILIES = ("boosting_hist", "catboost", "random_forest", "knn", "mlp")
+THREAD_EFFICIENCY = 0.8  # the speed-up of t threads is taken as t ** 0.8
+
+
+@dataclass(frozen=True)
+class Request:
+    """One job's request at its first attempt (memory in MB, run time in minutes)."""
+
+    threads: int
+    mem_mb: int
+    runtime_min: int
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def policy(params: Params) -> dict[str, Any]:
+    """params.yaml's `resources` with the active profile's overrides applied."""
+    return _merge(params.raw["resources"], params.profile.get("resources") or {})
+
+
+def _fixed(entry: Mapping[str, Any], default: Mapping[str, Any]) -> Request:
+    values = {**default, **entry}
+    return Request(int(values["threads"]), int(values["mem_mb"]), int(values["runtime_min"]))
+
+
+def size_job(estimate: JobEstimate, training: Mapping[str, Any]) -> Request:
+    """The request for a training job the cost model estimates as `estimate` (its bound: maximum
+    epochs), under the `training` policy."""
+    peak = estimate.peak_mb * training["memory_safety"] + training["memory_floor_mb"]
+    mem_mb = min(int(math.ceil(peak / 256.0) * 256), training["max_mem_mb"])
+    if estimate.gpu:
+        seconds, threads = estimate.gpu_seconds, 1
+    else:
+        hours = estimate.cpu_seconds / 3600
+        threads = 1
+        if estimate.family in THREADED_FAMILIES and hours > training["long_job_hours"]:
+            threads = 2 ** math.ceil(math.log2(hours / training["long_job_hours"]))
+        threads = max(1, min(threads, training["max_threads"]))
+        seconds = estimate.cpu_seconds / threads**THREAD_EFFICIENCY
+    runtime = int(math.ceil(seconds * training["runtime_safety"] / 60.0 + training["runtime_floor_min"]))
+    return Request(threads, mem_mb, min(runtime, training["max_runtime_min"]))
+
+
+class JobSizer:
+    """The requests of one Params' jobs; what the workflow's rules call (common.smk).
+
+    The planner (calibrated on the committed run records, about two seconds) is built on the
+    first training job asked about; estimates are shared by a job's folds, which cost the same.
+    """
+
+    def __init__(self, params: Params, planner: Planner | None = None) -> None:
+        self.params = params
+        self.policy = policy(params)
+        self._planner = planner
+
+    @property
+    def planner(self) -> Planner:
+        if self._planner is None:
+            from tabrepro.plan import default_planner
+
+            self._planner = default_planner(self.params)
+        return self._planner
+
+    def request(self, rule: str, wildcards: Mapping[str, Any] | Any = None) -> Request:
+        """The first attempt's request of one job of `rule` (wildcards: paper, dataset, model,
+        fold and, for train_config, config)."""
+        if rule not in RULES:
+            raise ValueError(f"unknown workflow rule {rule!r}")
+        default = self.policy["default"]
+        if rule not in TRAINING_RULES:
+            return _fixed(self.policy.get("rules", {}).get(rule, {}), default)
+        training = self.policy["training"]
+        if training["sizing"] == "fixed":
+            return _fixed(training["fixed"], default)
+        get = wildcards.get if isinstance(wildcards, Mapping) else functools.partial(getattr, wildcards)
+        config = get("config", None) if rule == "train_config" else None
+        return self._planned(
+            TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), None if config is None else int(config)
+        )
+
+    @functools.cache  # noqa: B019 - one sizer per workflow run; folds share
+    def _planned(self, kind: str, paper: str, dataset: str, model: str, config: int | None) -> Request:
+        estimate = self.planner.estimate(Job(paper, dataset, model, 0), kind, config, bound=True)
+        return size_job(estimate, self.policy["training"])
+
+    # What the rules take: Snakemake calls these with the job's wildcards (and attempt).
+    def threads(self, rule: str):
+        return lambda wildcards: self.request(rule, wildcards).threads
+
+    def mem_mb(self, rule: str):
+        return lambda wildcards, attempt: self.request(rule, wildcards).mem_mb * attempt
+
+    def runtime(self, rule: str):
+        return lambda wildcards, attempt: self.request(rule, wildcards).runtime_min * attempt

@@ -1,0 +1,147 @@
+"""What the workflow's jobs ask a scheduler for (tabrepro.resources, params.yaml `resources`)."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import REPO, SNAKEMAKE, copy_workflow
+from tabrepro.config import Params, ParamsError
+from tabrepro.costmodel import CostModel, calibrate
+from tabrepro.plan import JobEstimate, Planner
+from tabrepro.plan_inputs import DatasetFacts
+from tabrepro.resources import RULES, JobSizer, Request, policy, size_job
+
+PARAMS = REPO / "params.yaml"
+
+
+@pytest.fixture(scope="module")
+def raw() -> dict:
+    return yaml.safe_load(PARAMS.read_text())
+
+
+def _sizer(params: Params) -> JobSizer:
+    """A sizer whose cost model has only its priors (no measured runs), so the test is fixed."""
+    return JobSizer(params, Planner(params, CostModel(calibrate([])), DatasetFacts([], None)))
+
+
+def _train(dataset: str, model: str, fold: int = 0) -> dict:
+    return {"paper": "npt", "dataset": dataset, "model": model, "fold": fold}
+
+
+def test_training_jobs_grow_with_the_dataset_and_folds_share_a_request():
+    sizer = _sizer(Params.from_file(PARAMS, profile="paper"))
+    small = sizer.request("train", _train("breast_cancer", "xgboost"))
+    large = sizer.request("train", _train("higgs", "xgboost"))
+    assert large.mem_mb > small.mem_mb and large.runtime_min > small.runtime_min
+    assert large.threads > small.threads == 1
+    assert sizer.request("train", _train("higgs", "xgboost", fold=3)) == large
+    config = sizer.request("train_config", {**_train("higgs", "npt"), "config": "0"})
+    select = sizer.request("select_config", _train("higgs", "npt"))
+    assert select.runtime_min < config.runtime_min
+
+
+def test_the_rules_callables_scale_with_the_attempt():
+    sizer = _sizer(Params.from_file(PARAMS, profile="paper"))
+    first = sizer.request("train", _train("higgs", "xgboost"))
+    wildcards = _train("higgs", "xgboost")
+    assert sizer.threads("train")(wildcards) == first.threads
+    assert sizer.mem_mb("train")(wildcards, 2) == 2 * first.mem_mb
+    assert sizer.runtime("train")(wildcards, 3) == 3 * first.runtime_min
+
+
+def test_other_rules_take_their_entry_or_the_default(raw):
+    params = Params(raw, source="params.yaml", profile="paper")
+    sizer = JobSizer(params)
+    assert sizer.request("prepare") == Request(1, raw["resources"]["rules"]["prepare"]["mem_mb"], 120)
+    default = raw["resources"]["default"]
+    assert sizer.request("scorecard") == Request(default["threads"], default["mem_mb"], default["runtime_min"])
+    with pytest.raises(ValueError, match="unknown workflow rule 'prepar'"):
+        sizer.request("prepar")
+
+
+def test_long_cpu_jobs_get_more_threads_within_the_caps(raw):
+    training = raw["resources"]["training"]
+    short = size_job(JobEstimate("train", "boosting_hist", False, 600.0, 0.0, 100.0, 1), training)
+    long = size_job(JobEstimate("train", "boosting_hist", False, 40 * 3600.0, 0.0, 100.0, 1), training)
+    serial = size_job(JobEstimate("train", "boosting_exact", False, 40 * 3600.0, 0.0, 100.0, 1), training)
+    assert short.threads == 1 and 1 < long.threads <= training["max_threads"] and serial.threads == 1
+    assert long.runtime_min < serial.runtime_min
+    assert short.mem_mb % 256 == 0 and short.mem_mb >= 100 * training["memory_safety"] + training["memory_floor_mb"]
+    huge = size_job(JobEstimate("train", "boosting_exact", False, 1e9, 0.0, 1e9, 1), training)
+    assert huge.mem_mb == training["max_mem_mb"] and huge.runtime_min == training["max_runtime_min"]
+    capped = size_job(
+        JobEstimate("train", "boosting_hist", False, 40 * 3600.0, 0.0, 100.0, 1), {**training, "max_threads": 1}
+    )
+    assert capped.threads == 1
+
+
+def test_profiles_override_key_by_key_and_fixed_sizing_ignores_the_plan(raw):
+    quick = Params(raw, source="params.yaml", profile="quick")
+    merged = policy(quick)
+    assert merged["training"]["max_threads"] == 1
+    assert merged["training"]["memory_safety"] == raw["resources"]["training"]["memory_safety"]
+    edited = copy.deepcopy(raw)
+    edited["profiles"]["quick"]["resources"] = {"training": {"sizing": "fixed", "fixed": {"mem_mb": 3000}}}
+    sizer = JobSizer(Params(edited, source="params.yaml", profile="quick"))
+    fixed = raw["resources"]["training"]["fixed"]
+    assert sizer.request("train", _train("breast_cancer", "xgboost")) == Request(
+        fixed["threads"], 3000, fixed["runtime_min"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        (("resources", "rules"), {"prepar": {"mem_mb": 1}}, r"prepar"),
+        (("resources", "training"), {"max_thread": 4}, r"max_thread"),
+        (("resources", "default"), {"threads": 0}, r"threads"),
+    ],
+)
+def test_a_misspelt_or_bad_resource_key_is_refused(raw, where, value, message):
+    edited = copy.deepcopy(raw)
+    section = edited
+    for key in where[:-1]:
+        section = section[key]
+    section[where[-1]] = {**section[where[-1]], **value}
+    with pytest.raises(ParamsError, match=message):
+        Params(edited, source="params.yaml")
+
+
+def test_every_workflow_rule_is_known_and_every_known_rule_exists():
+    """RULES (what params.yaml's resources.rules may name) is exactly the workflow's job rules."""
+    text = "\n".join(p.read_text() for p in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))])
+    named = set(re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.MULTILINE)) - {"all", "tables"}
+    assert 'f"tables_{_paper}"' in text  # one tables rule per paper; params.yaml calls them `tables`
+    assert named | {"tables"} == set(RULES)
+
+
+def test_a_paper_dry_run_asks_more_for_a_large_dataset_than_for_a_small_one(tmp_path):
+    """What Snakemake itself would submit (threads and resources of the planned jobs)."""
+    copy_workflow(tmp_path, lambda raw: raw.update(profile="paper"))
+    targets = [f"results/npt/{dataset}/xgboost/fold0/metrics.json" for dataset in ("breast_cancer", "higgs")]
+    dry = subprocess.run(
+        [str(SNAKEMAKE), "-n", "--cores", "64", *targets],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    requested = {}
+    for block in re.split(r"\n(?=\S*rule \w+:)", dry.stdout + dry.stderr):
+        found = re.search(r"dataset=(\w+), model=xgboost", block)
+        if found and "rule train:" in block:
+            threads = re.search(r"threads: (\d+)", block)
+            resources = dict(re.findall(r"(mem_mb|runtime)=(\d+)", block))
+            requested[found.group(1)] = (
+                int(threads.group(1)) if threads else 1,
+                int(resources["mem_mb"]),
+                int(resources["runtime"]),
+            )
+    small, large = requested["breast_cancer"], requested["higgs"]
+    assert large[0] > small[0] and large[1] > small[1] and large[2] > small[2], requested
