@@ -26,7 +26,6 @@ slower than one thread; `--omp-passive` sets OMP_WAIT_POLICY=PASSIVE in the case
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -39,7 +38,7 @@ import torch
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
-from tabrepro.nn.bench import PeakMemory, flop_counter, run_in_subprocess, synchronize
+from tabrepro.nn.bench import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
 
 __all__ = ["load_data", "run_case", "main"]
 
@@ -140,7 +139,9 @@ def _format(r: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(
+        __doc__.splitlines()[0], steps=10, warmup=2, device_help="auto: CPU, and CUDA too when available"
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -148,15 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="CPU thread counts to measure (default: 1 and torch's default)",
     )
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per case")
-    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument(
-        "--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CPU, and CUDA too when available"
-    )
-    parser.add_argument(
-        "--in-process", action="store_true", help="run cases in this process (CPU peak memory then accumulates)"
-    )
     parser.add_argument(
         "--set",
         nargs="+",
@@ -198,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch_size": args.batch_size,
             "overrides": overrides,
         }
-        result = run_case(**kwargs) if args.in_process else run_in_subprocess(run_case, **kwargs)
+        result = run_measurement(args.in_process, run_case, **kwargs)
         print(_format(result), flush=True)
     return 0
 

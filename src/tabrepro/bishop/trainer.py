@@ -40,13 +40,11 @@ from tabrepro.bishop.config import RESUME_NEUTRAL_FIELDS, BiSHopConfig
 from tabrepro.bishop.model import BiSHopNetwork
 from tabrepro.layout import WEIGHTS_FILE
 from tabrepro.nn.checkpoint import (
-    StateFileMixin,
+    ResumableTrainer,
     atomic_torch_save,
     clone_state,
-    load_weights_into,
     tensor_digest,
     to_cpu,
-    to_device,
 )
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
 from tabrepro.seeding import derive_seed
@@ -104,13 +102,15 @@ class BiSHopFitResult:
     checkpoint_dir: Path | None = None
 
 
-class BiSHopTrainer(StateFileMixin):
+class BiSHopTrainer(ResumableTrainer):
     """Trains one BiSHopNetwork (fit), then predicts with the selected weights."""
 
-    # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
+    # For ResumableTrainer (the state file, and the checks before resuming from it).
     state_file = STATE_FILE
     checkpoint_format = _CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
+    schedule_key = "scheduler"
+    fingerprint_key = "data_fingerprint"
 
     def __init__(
         self,
@@ -361,14 +361,7 @@ class BiSHopTrainer(StateFileMixin):
 
     def _finish(self) -> None:
         """Persist the final state, then keep the selected weights (best validation epoch)."""
-        assert self.model is not None
-        if self.best_weights is None or not self.config.restore_best:
-            self.best_epoch = self.epoch
-            self.best_weights = clone_state(self.model)
-        if self.checkpoint_dir is not None:
-            self.save_checkpoint()
-        self.model.load_state_dict(self.best_weights)
-        self.model.eval()
+        self._select_weights(keep_last=not self.config.restore_best)
         if self.checkpoint_dir is not None:
             self.save_weights(self.checkpoint_dir / WEIGHTS_FILE)
 
@@ -388,19 +381,16 @@ class BiSHopTrainer(StateFileMixin):
             self._fingerprint = f"{self.train_data.fingerprint()}/{val}"
         return self._fingerprint
 
-    def state_dict(self) -> dict[str, Any]:
-        assert self.model is not None and self.optimizer is not None
-        assert self.scheduler is not None and self._dropout_generator is not None
+    # What ResumableTrainer's state file holds besides weights, optimiser, schedule and dropout.
+    def _lr_schedule(self) -> torch.optim.lr_scheduler.ReduceLROnPlateau:
+        assert self.scheduler is not None
+        return self.scheduler
+
+    def _data_state(self) -> dict[str, Any]:
+        return {"spec": self._spec(), "data_fingerprint": self._data_fingerprint(), "epoch": self.epoch}
+
+    def _progress_state(self) -> dict[str, Any]:
         return {
-            "format": _CHECKPOINT_FORMAT,
-            "config": self.config.to_dict(),
-            "spec": self._spec(),
-            "data_fingerprint": self._data_fingerprint(),
-            "epoch": self.epoch,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "rng": {"dropout": self._dropout_generator.get_state()},
             "best": {"loss": self.best_loss, "epoch": self.best_epoch, "weights": self.best_weights},
             "bad_epochs": self.bad_epochs,
             "stopped_early": self.stopped_early,
@@ -408,26 +398,17 @@ class BiSHopTrainer(StateFileMixin):
             "history": self.history,
         }
 
-    def load_checkpoint(self) -> int | None:
-        """Restore the state file if present (after prepare); returns the restored epoch."""
-        assert self.checkpoint_dir is not None and self.model is not None
-        assert self.optimizer is not None and self.scheduler is not None
-        assert self._dropout_generator is not None
-        path, state = self._read_state_file()
-        if state is None:
-            return None
+    def _check_data_state(self, path: Path, state: dict[str, Any]) -> None:
         if state["spec"] != self._spec():
             raise ValueError(f"{path} was written for a different feature layout or task")
-        if state["data_fingerprint"] != self._data_fingerprint():
-            raise ValueError(f"{path} was written for different data; refusing to resume")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
-        self.scheduler.load_state_dict(state["scheduler"])
-        self._dropout_generator.set_state(state["rng"]["dropout"])
+        super()._check_data_state(path, state)
+
+    def _last_is_best(self) -> None:
+        self.best_epoch = self.epoch
+
+    def _restore_progress(self, state: dict[str, Any]) -> int:
         self.epoch = int(state["epoch"])
-        best = state["best"]
-        self.best_loss, self.best_epoch = best["loss"], int(best["epoch"])
-        self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
+        self.best_epoch = int(state["best"]["epoch"])
         self.bad_epochs = int(state["bad_epochs"])
         self.stopped_early = bool(state["stopped_early"])
         self.diverged = bool(state["diverged"])
@@ -441,9 +422,3 @@ class BiSHopTrainer(StateFileMixin):
         path = Path(path)
         atomic_torch_save(to_cpu(self.model.state_dict()), path)
         return path
-
-    def load_weights(self, path: str | Path) -> None:
-        """Load a weights-only file into a freshly built model (same config and feature layout)."""
-        if self.model is None:
-            self.model = self.build_model()
-        load_weights_into(self.model, path, self.device)

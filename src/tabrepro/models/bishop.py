@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.bishop.config import POSITIVE_FIELDS, BiSHopConfig
-from tabrepro.models.base import TabularModel
-from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
+from tabrepro.models.hyperparameters import Hyperparameters
+from tabrepro.models.paper_network import PaperNetworkModel
 
 __all__ = ["ABLATIONS", "BiSHopModel", "ablation_models"]
 
@@ -37,11 +37,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 }
 
 
-class BiSHopModel(TabularModel):
+class BiSHopModel(PaperNetworkModel):
     name: ClassVar[str] = "bishop"
-    accelerator = "gpu"
-    per_config_jobs = True
-    fixed: ClassVar[dict[str, Any]] = {}  # switches an ablation fixes on top of the configuration
+    config_class = BiSHopConfig
+    variant_label = "this ablation"  # an ablation fixes switches on top of the configuration
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:
@@ -60,46 +59,21 @@ class BiSHopModel(TabularModel):
             "grad_clip_norm": (0.0, None, "neither"),
             "shared_embed_dim": (0, None, "both"),
         }
-        owned = {"seed": SEED, **{key: f"fixed to {value!r} by this ablation" for key, value in cls.fixed.items()}}
-        return Hyperparameters(owned=owned, reads=dataclass_rules(BiSHopConfig, exclude=set(owned), ranges=ranges))
-
-    def _config(self) -> BiSHopConfig:
-        values: dict[str, Any] = dict(self.params)
-        if "seed" in values:
-            raise ValueError(f"{self.name}: 'seed' is set by tabrepro and may not appear in a search space")
-        values.update(self.fixed, seed=self.seed)
-        return BiSHopConfig.from_dict(values)
+        return cls._network_hyperparameters(ranges)
 
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        # lazily: the registry (and every Snakemake start) need not load torch
-        from tabrepro.bishop.estimator import BiSHopEstimator
-        from tabrepro.nn.session import torch_threads
+        from tabrepro.bishop.estimator import BiSHopEstimator  # lazily: the registry need not load torch
 
-        config = self._config()
-        layout = self.context.layout_for(X_train.shape[1])
-        work_dir = self.context.work_dir
-        if work_dir is not None:
-            Path(work_dir).mkdir(parents=True, exist_ok=True)
-        task = "regression" if self.task == "regression" else "classification"
-        n_classes = self.n_fit_classes if self.is_classifier else None
-        self._estimator = BiSHopEstimator(task, config, n_classes=n_classes, checkpoint_dir=work_dir)
-        with torch_threads(self.n_jobs):
-            self._estimator.fit(X_train, y_train, X_val, y_val, layout=layout)
-        result = self._estimator.fit_result_
-        assert result is not None
+        self._new_estimator(BiSHopEstimator, self._config())
+        result = self._train(X_train, y_train, X_val, y_val)
         if result.resumed_from is not None:
+            work_dir = self.context.work_dir
             log.info("%s resumed from epoch %d (state file in %s)", self.name, result.resumed_from, work_dir)
         self.fit_info_.update(
             {"epochs": result.epochs, "best_epoch": result.best_epoch, "resumed_from": result.resumed_from}
         )
-
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
 
     def save_weights(self, path: Path) -> bool:
         self._estimator.save_weights(path)

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tabrepro.models.base import TabularModel
-from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
+from tabrepro.models.hyperparameters import Hyperparameters
+from tabrepro.models.paper_network import PaperNetworkModel
 from tabrepro.npt.config import NPTConfig
 
 __all__ = ["NPTModel", "NPTISABModel"]
@@ -30,11 +30,9 @@ __all__ = ["NPTModel", "NPTISABModel"]
 log = logging.getLogger(__name__)
 
 
-class NPTModel(TabularModel):
+class NPTModel(PaperNetworkModel):
     name: ClassVar[str] = "npt"
-    accelerator = "gpu"
-    per_config_jobs = True
-    fixed: ClassVar[dict[str, Any]] = {}  # settings a registered variant fixes on top of the configuration
+    config_class = NPTConfig
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:
@@ -72,34 +70,21 @@ class NPTModel(TabularModel):
             "lookahead_alpha": (0.0, 1.0, "right"),
             "lr": (0.0, None, "neither"),
         }
-        owned = {"seed": SEED, **{key: f"fixed to {value!r} by {cls.name}" for key, value in cls.fixed.items()}}
-        return Hyperparameters(owned=owned, reads=dataclass_rules(NPTConfig, exclude=set(owned), ranges=ranges))
+        return cls._network_hyperparameters(ranges)
 
-    def _config(self) -> NPTConfig:
-        values: dict[str, Any] = dict(self.params)
-        if "seed" in values:
-            raise ValueError(f"{self.name}: 'seed' is set by tabrepro and may not appear in a search space")
-        values.update(self.fixed, seed=self.seed)
-        if isinstance(values.get("lamb_betas"), list):
+    def _config_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(values.get("lamb_betas"), list):  # YAML has no tuples
             values["lamb_betas"] = tuple(values["lamb_betas"])
-        return NPTConfig.from_dict(values)
+        return values
 
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        # lazily: the registry (and every Snakemake start) need not load torch
-        from tabrepro.nn.session import torch_threads
-        from tabrepro.npt.estimator import NPTEstimator
+        from tabrepro.npt.estimator import NPTEstimator  # lazily: the registry need not load torch
 
         config = self._config()
-        layout = self.context.layout_for(X_train.shape[1])
         X_test = self.context.X_test if config.semi_supervised else None
-        work_dir = self.context.work_dir
-        if work_dir is not None:
-            Path(work_dir).mkdir(parents=True, exist_ok=True)
-        task = "regression" if self.task == "regression" else "classification"
-        n_classes = self.n_fit_classes if self.is_classifier else None
-        self._estimator = NPTEstimator(task, config, n_classes=n_classes, checkpoint_dir=work_dir)
+        self._new_estimator(NPTEstimator, config)
 
         report_every = max(1, config.max_steps // 20)
 
@@ -114,12 +99,9 @@ class NPTModel(TabularModel):
                     record.get("lr", 0.0),
                 )
 
-        with torch_threads(self.n_jobs):
-            self._estimator.fit(X_train, y_train, X_val, y_val, layout=layout, X_test=X_test, progress=progress)
-        result = self._estimator.fit_result_
-        assert result is not None
+        result = self._train(X_train, y_train, X_val, y_val, X_test=X_test, progress=progress)
         if result.resumed_from is not None:
-            log.info("npt resumed from step %d (state file in %s)", result.resumed_from, work_dir)
+            log.info("npt resumed from step %d (state file in %s)", result.resumed_from, self.context.work_dir)
         self.fit_info_.update(
             {
                 "steps": result.steps,
@@ -130,12 +112,6 @@ class NPTModel(TabularModel):
                 "device": str(self._estimator.trainer_.device),
             }
         )
-
-    def _predict_proba(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict_proba(X)
-
-    def _predict_values(self, X: np.ndarray) -> np.ndarray:
-        return self._estimator.predict(X)
 
     def save_weights(self, path: Path) -> bool:
         """The selected weights only (a state dict of tensors, loadable with weights_only=True)."""

@@ -2,10 +2,12 @@
 interface (tabrepro.models) share, and none of them owns:
 
 * `config`     the plain-dict round trip of a network's dataclass config (no torch);
-* `estimator`  the scikit-learn-style adapter base of NPT's and BiSHop's estimators (no torch);
+* `estimator`  the scikit-learn-style adapter base of NPT's and BiSHop's estimators: the checks
+               before training, predictions from outputs (no torch);
 * `dropout`    dropout drawing from an explicit, checkpointed generator;
 * `kernels`    oneDNN GEMMs and attention with dropout, the CPU fast paths;
-* `checkpoint` atomic checkpoint files and the checks before resuming from one;
+* `checkpoint` atomic checkpoint files, and `ResumableTrainer`: the state file, resuming from it
+               and selecting the kept weights, shared by both trainers;
 * `session`    device, threads, seeded RNG, determinism, autocast;
 * `bench`      FLOP, time and memory measurement for the benchmarks.
 

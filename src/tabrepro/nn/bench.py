@@ -5,6 +5,7 @@ process per case. The trainers never import this module.
 
 from __future__ import annotations
 
+import argparse
 import math
 import multiprocessing
 from collections.abc import Callable
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["flop_counter", "synchronize", "PeakMemory", "run_in_subprocess"]
+__all__ = ["flop_counter", "synchronize", "PeakMemory", "run_in_subprocess", "bench_parser", "run_measurement"]
 
 
 def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
@@ -76,3 +77,23 @@ def run_in_subprocess(function: Callable[..., _T], *args: Any, **kwargs: Any) ->
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
         return pool.apply(function, args, kwargs)
+
+
+def bench_parser(
+    description: str, *, steps: int, warmup: int, device_help: str | None = None
+) -> argparse.ArgumentParser:
+    """A benchmark's command line with the options every one has: --steps, --warmup, --device,
+    --in-process; the benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--steps", type=int, default=steps, help="timed steps per case")
+    parser.add_argument("--warmup", type=int, default=warmup)
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help=device_help)
+    parser.add_argument(
+        "--in-process", action="store_true", help="run cases in this process (CPU peak memory then accumulates)"
+    )
+    return parser
+
+
+def run_measurement(in_process: bool, function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """One benchmark case: here (`in_process`) or in a fresh process (`run_in_subprocess`)."""
+    return function(*args, **kwargs) if in_process else run_in_subprocess(function, *args, **kwargs)

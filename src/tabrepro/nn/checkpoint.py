@@ -27,7 +27,7 @@ __all__ = [
     "atomic_torch_save",
     "save_state_dict",
     "read_checkpoint",
-    "StateFileMixin",
+    "ResumableTrainer",
     "load_weights_into",
 ]
 
@@ -113,19 +113,78 @@ def read_checkpoint(
     return state
 
 
-class StateFileMixin:
-    """A trainer's state file (NPTTrainer, BiSHopTrainer): `checkpoint_dir / state_file`,
-    written atomically from `state_dict()` and read back through `read_checkpoint`'s checks.
-    What the state holds, and restoring it, stay with each trainer."""
+class ResumableTrainer:
+    """What NPTTrainer and BiSHopTrainer share about their state file (`checkpoint_dir /
+    state_file`): writing it atomically, the checks before resuming from it, and restoring the
+    parts every such trainer has (weights, optimiser, learning-rate schedule, dropout stream).
+
+    A state holds, in this order: `format`, `config`, the trainer's `_data_state()` (what the
+    state was written for and where training stands), the weights, optimiser, schedule (under
+    `schedule_key`, the name the trainer's existing state files use) and dropout-generator
+    state, then the trainer's `_progress_state()` (best-so-far, history, flags). What the data
+    and progress parts hold, and restoring them, stay with each trainer.
+    """
 
     state_file: ClassVar[str]
     checkpoint_format: ClassVar[int]
     resume_neutral_fields: ClassVar[frozenset[str]]
+    schedule_key: ClassVar[str]
+    fingerprint_key: ClassVar[str]  # the data state's key for `_data_fingerprint()`
     checkpoint_dir: Path | None
     config: Any
+    device: torch.device
+    model: torch.nn.Module | None
+    optimizer: Any
+    best_loss: float | None
+    best_weights: dict[str, Tensor] | None
+    _dropout_generator: torch.Generator | None
 
-    def state_dict(self) -> dict[str, Any]:
+    # --- the trainer's part
+    def build_model(self) -> torch.nn.Module:
         raise NotImplementedError
+
+    def _lr_schedule(self) -> Any:
+        """The learning-rate schedule object (state_dict / load_state_dict)."""
+        raise NotImplementedError
+
+    def _data_state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _progress_state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _data_fingerprint(self) -> str:
+        """A digest of the training data, recorded in the state under `fingerprint_key`."""
+        raise NotImplementedError
+
+    def _check_data_state(self, path: Path, state: dict[str, Any]) -> None:
+        """Refuse (ValueError naming `path`) a state written for other data; a trainer may check
+        more (BiSHop: the feature layout and task)."""
+        if state[self.fingerprint_key] != self._data_fingerprint():
+            raise ValueError(f"{path} was written for different data; refusing to resume")
+
+    def _last_is_best(self) -> None:
+        """Record the current position as the selected one (its weights are taken as best)."""
+        raise NotImplementedError
+
+    def _restore_progress(self, state: dict[str, Any]) -> int:
+        """Restore the progress part besides the best loss and weights (restored already);
+        returns where training stands (NPT: step, BiSHop: epoch)."""
+        raise NotImplementedError
+
+    # --- shared
+    def state_dict(self) -> dict[str, Any]:
+        assert self.model is not None and self.optimizer is not None and self._dropout_generator is not None
+        return {
+            "format": self.checkpoint_format,
+            "config": self.config.to_dict(),
+            **self._data_state(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            self.schedule_key: self._lr_schedule().state_dict(),
+            "rng": {"dropout": self._dropout_generator.get_state()},
+            **self._progress_state(),
+        }
 
     def save_checkpoint(self) -> Path:
         """Write `state_dict()` (tensors on CPU) to the state file; returns its path."""
@@ -134,11 +193,41 @@ class StateFileMixin:
         atomic_torch_save(to_cpu(self.state_dict()), path)
         return path
 
-    def _read_state_file(self) -> tuple[Path, dict[str, Any] | None]:
-        """The state file's path and its checked contents (None while there is no file)."""
-        assert self.checkpoint_dir is not None
+    def load_checkpoint(self) -> int | None:
+        """Restore the state file if present (after prepare); returns the restored position."""
+        assert self.checkpoint_dir is not None and self.model is not None
+        assert self.optimizer is not None and self._dropout_generator is not None
         path = self.checkpoint_dir / self.state_file
-        return path, read_checkpoint(path, self.checkpoint_format, self.config, self.resume_neutral_fields)
+        state = read_checkpoint(path, self.checkpoint_format, self.config, self.resume_neutral_fields)
+        if state is None:
+            return None
+        self._check_data_state(path, state)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
+        self._lr_schedule().load_state_dict(state[self.schedule_key])
+        self._dropout_generator.set_state(state["rng"]["dropout"])
+        best = state["best"]
+        self.best_loss = best["loss"]
+        self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
+        return self._restore_progress(state)
+
+    def _select_weights(self, keep_last: bool = False) -> None:
+        """At the end of training: persist the final state, then load the selected weights (the
+        best validation loss's; the last ones when `keep_last` or nothing was validated)."""
+        assert self.model is not None
+        if self.best_weights is None or keep_last:
+            self._last_is_best()
+            self.best_weights = clone_state(self.model)
+        if self.checkpoint_dir is not None:
+            self.save_checkpoint()
+        self.model.load_state_dict(self.best_weights)
+        self.model.eval()
+
+    def load_weights(self, path: str | Path) -> None:
+        """Load a weights-only file into the model (built fresh when there is none yet)."""
+        if self.model is None:
+            self.model = self.build_model()
+        load_weights_into(self.model, path, self.device)
 
 
 def load_weights_into(model: torch.nn.Module, path: str | Path, device: torch.device) -> None:

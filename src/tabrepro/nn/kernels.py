@@ -87,16 +87,20 @@ class Linear(nn.Linear):
         return linear(x, self.weight, self.bias, self.onednn)
 
 
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None, onednn: bool) -> Tensor:
-    """F.linear, through oneDNN when asked and applicable (fp32 CPU tensors, no autocast)."""
-    if (
+def _onednn_applies(onednn: bool, *operands: Tensor) -> bool:
+    """Whether the oneDNN path is asked for and can run: fp32 CPU operands, no autocast."""
+    return (
         onednn
         and _ONEDNN_LINEAR
-        and x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and weight.dtype == torch.float32
+        and operands[0].device.type == "cpu"
+        and all(t.dtype == torch.float32 for t in operands)
         and not torch.is_autocast_enabled("cpu")
-    ):
+    )
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None, onednn: bool) -> Tensor:
+    """F.linear, through oneDNN when asked and applicable (fp32 CPU tensors, no autocast)."""
+    if _onednn_applies(onednn, x, weight):
         return _OneDNNLinearFunction.apply(x, weight, bias)
     return F.linear(x, weight, bias)
 
@@ -113,15 +117,7 @@ def batched_matmul(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
     """
     lead = a.shape[:-2]
     count = math.prod(lead)
-    if (
-        onednn
-        and _ONEDNN_LINEAR
-        and a.device.type == "cpu"
-        and a.dtype == torch.float32
-        and b.dtype == torch.float32
-        and count <= _MAX_ONEDNN_MATRICES
-        and not torch.is_autocast_enabled("cpu")
-    ):
+    if count <= _MAX_ONEDNN_MATRICES and _onednn_applies(onednn, a, b):
         a3 = a.reshape(count, *a.shape[-2:])
         b3 = b.reshape(count, *b.shape[-2:])
         out = torch.stack([_onednn_matmul_t(a3[i], b3[i].t()) for i in range(count)])

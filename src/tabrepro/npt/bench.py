@@ -20,7 +20,6 @@ while the case runs, each case in a fresh subprocess so that one case cannot mas
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -29,7 +28,7 @@ from typing import Any
 import torch
 
 from tabrepro.features import categorical, continuous
-from tabrepro.nn.bench import PeakMemory, flop_counter, run_in_subprocess, synchronize
+from tabrepro.nn.bench import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
 from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTTrainer
@@ -153,17 +152,11 @@ def _format(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__.splitlines()[0], steps=3, warmup=1)
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--steps", type=int, default=3, help="timed steps per case")
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     parser.add_argument("--no-onednn", action="store_true", help="plain F.linear on CPU")
-    parser.add_argument(
-        "--in-process", action="store_true", help="run cases in this process (CPU peak memory then accumulates)"
-    )
     args = parser.parse_args(argv)
     kwargs = {
         "steps": args.steps,
@@ -178,10 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         f"CUDA available: {torch.cuda.is_available()}"
     )
     for name in args.cases:
-        if args.in_process:
-            result = run_case(name, **kwargs)
-        else:
-            result = run_in_subprocess(run_case, name, **kwargs)
+        result = run_measurement(args.in_process, run_case, name, **kwargs)
         print(_format(result), flush=True)
     return 0
 

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 import torch
 
 from tabrepro.features import Feature, FeatureLayout, categorical, continuous
-from tabrepro.nn.estimator import TaskEstimator
+from tabrepro.nn.estimator import Rows, TaskEstimator
 from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTFitResult, NPTTrainer
@@ -65,57 +64,28 @@ class NPTEstimator(TaskEstimator):
         self._context: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._test_codes: np.ndarray | None = None  # the X_test given to fit, as codes
 
-    def _target_attribute(self, *targets: np.ndarray) -> Feature:
-        if not self.is_classifier:
-            return continuous("target")
-        if self.n_classes is None:
-            self.n_classes = max(2, int(max(np.nanmax(t) for t in targets if t.size)) + 1)
-        return categorical(self.n_classes, "target")
-
-    def _check_target(self, y: np.ndarray, name: str) -> np.ndarray:
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        if self.is_classifier:
-            if not np.all(y == np.round(y)) or (y < 0).any():
-                raise ValueError(f"{name} must hold class indices")
-        elif not np.isfinite(y).all():
-            raise ValueError(f"{name} contains non-finite values")
-        return y
-
-    def fit(
+    def _fit(
         self,
-        X_train: np.ndarray,
-        y_train: np.ndarray,
-        X_val: np.ndarray | None,
-        y_val: np.ndarray | None,
+        train: Rows,
+        val: Rows | None,
         *,
-        layout: FeatureLayout,
         X_test: np.ndarray | None = None,
         progress: Callable[[int, dict[str, float]], None] | None = None,
-    ) -> Self:
+    ) -> None:
         """Train; validation rows drive model selection, X_test rows join the input (targets
         hidden) when the config is semi-supervised. `progress(step, losses)` runs after each step."""
-        if (X_val is None) != (y_val is None):
-            raise ValueError("pass both X_val and y_val, or neither")
-        train_codes = layout.decode(X_train)
-        y_train = self._check_target(y_train, "y_train")
-        if y_train.shape[0] != train_codes.shape[0]:
-            raise ValueError("X_train and y_train have different numbers of rows")
-        val_codes = layout.decode(X_val) if X_val is not None else train_codes[:0]
-        y_val = self._check_target(y_val, "y_val") if y_val is not None else y_train[:0]
-        if y_val.shape[0] != val_codes.shape[0]:
-            raise ValueError("X_val and y_val have different numbers of rows")
+        layout = self._layout
+        assert layout is not None
+        train_codes, y_train = layout.decode(train[0]), train[1]
+        val_codes, y_val = (layout.decode(val[0]), val[1]) if val is not None else (train_codes[:0], y_train[:0])
         test_codes = layout.decode(X_test) if X_test is not None else train_codes[:0]
-
-        self._attributes = (*feature_attributes(layout), self._target_attribute(y_train, y_val))
-        self._layout = layout
-        if self.is_classifier and max(y_train.max(initial=0), y_val.max(initial=0)) >= self.n_classes:
-            raise ValueError(f"targets exceed n_classes = {self.n_classes}")
+        target = categorical(self.n_classes, "target") if self.is_classifier else continuous("target")
+        self._attributes = (*feature_attributes(layout), target)
         self._context = (train_codes, y_train, val_codes, y_val)
         self._test_codes = test_codes
         table = self._table(test_codes)
         self.trainer_ = NPTTrainer(self._attributes, self.config, checkpoint_dir=self.checkpoint_dir)
         self.fit_result_ = self.trainer_.fit(table, callback=progress)
-        return self
 
     def _table(self, test_codes: np.ndarray) -> NPTTable:
         """[train | val | test] rows; test targets unknown (NaN -> missing)."""

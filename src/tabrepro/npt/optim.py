@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -25,6 +25,18 @@ from torch.optim import Optimizer
 from tabrepro.npt.config import NPTConfig
 
 __all__ = ["Lamb", "Lookahead", "LRSchedule", "clip_gradients", "build_optimizer"]
+
+
+class _StepHyper(NamedTuple):
+    """One LAMB step's constants for a parameter group (bias corrections folded in)."""
+
+    beta1: float
+    beta2: float
+    eps: float
+    scale: float
+    lr: float
+    weight_decay: float
+    max_trust: float
 
 
 class Lamb(Optimizer):
@@ -101,22 +113,22 @@ class Lamb(Optimizer):
             else:
                 c1 = c2 = 1.0
             # r = m_hat / (sqrt(v_hat) + eps) = scale * m / (sqrt(v) + eps * sqrt(c2))
-            hyper = {
-                "beta1": beta1,
-                "beta2": beta2,
-                "eps": group["eps"] * math.sqrt(c2),
-                "scale": math.sqrt(c2) / c1,
-                "lr": group["lr"],
-                "weight_decay": group["weight_decay"],
-                "max_trust": group["max_trust"],
-            }
+            hyper = _StepHyper(
+                beta1=beta1,
+                beta2=beta2,
+                eps=group["eps"] * math.sqrt(c2),
+                scale=math.sqrt(c2) / c1,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                max_trust=group["max_trust"],
+            )
             implementation = self.implementation
             if implementation == "auto":
                 implementation = "chunked" if params[0].device.type == "cpu" else "foreach"
             if implementation == "chunked":
-                self._chunked_update(params, exp_avgs, exp_avg_sqs, **hyper)
+                self._chunked_update(params, exp_avgs, exp_avg_sqs, hyper)
             else:
-                self._foreach_update(params, exp_avgs, exp_avg_sqs, **hyper)
+                self._foreach_update(params, exp_avgs, exp_avg_sqs, hyper)
         return loss
 
     @staticmethod
@@ -126,19 +138,9 @@ class Lamb(Optimizer):
         return torch.where(ok, weight_norm.clamp(max=max_trust) / update_norm, torch.ones_like(weight_norm))
 
     def _foreach_update(
-        self,
-        params: list[Tensor],
-        exp_avgs: list[Tensor],
-        exp_avg_sqs: list[Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        eps: float,
-        scale: float,
-        lr: float,
-        weight_decay: float,
-        max_trust: float,
+        self, params: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor], hyper: _StepHyper
     ) -> None:
+        beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
         grads = [p.grad for p in params]
         torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
         torch._foreach_mul_(exp_avg_sqs, beta2)
@@ -158,19 +160,9 @@ class Lamb(Optimizer):
         torch._foreach_add_(params, updates)
 
     def _chunked_update(
-        self,
-        params: list[Tensor],
-        exp_avgs: list[Tensor],
-        exp_avg_sqs: list[Tensor],
-        *,
-        beta1: float,
-        beta2: float,
-        eps: float,
-        scale: float,
-        lr: float,
-        weight_decay: float,
-        max_trust: float,
+        self, params: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor], hyper: _StepHyper
     ) -> None:
+        beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
         chunk = self.CHUNK
         largest = max(min(p.numel(), chunk) for p in params)
         buffer = torch.empty(largest, dtype=params[0].dtype, device=params[0].device)

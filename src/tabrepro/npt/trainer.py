@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from tabrepro.features import Feature
-from tabrepro.nn.checkpoint import StateFileMixin, atomic_torch_save, clone_state, load_weights_into, to_device
+from tabrepro.nn.checkpoint import ResumableTrainer, atomic_torch_save, clone_state
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device
 from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
 from tabrepro.npt.masking import (
@@ -80,13 +80,15 @@ class _EpochPlan:
     masks: MaskDraw
 
 
-class NPTTrainer(StateFileMixin):
+class NPTTrainer(ResumableTrainer):
     """Trains one NPTNetwork on one NPTTable (fit), then predicts with the selected weights."""
 
-    # For StateFileMixin (save_checkpoint, and the checks before load_checkpoint restores).
+    # For ResumableTrainer (the state file, and the checks before resuming from it).
     state_file = STATE_FILE
     checkpoint_format = _CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
+    schedule_key = "schedule"
+    fingerprint_key = "table_fingerprint"
 
     def __init__(
         self,
@@ -294,68 +296,51 @@ class NPTTrainer(StateFileMixin):
         )
 
     def _finish(self) -> None:
-        """Load the selected weights; persist the final state and the best weights."""
-        assert self.model is not None
-        if self.best_weights is None:  # no validation rows (or diverged before any): last weights
-            self.best_step = self.step
-            self.best_weights = clone_state(self.model)
+        """Load the selected weights (the last ones without validation rows, or when training
+        diverged before any); persist the final state and the best weights."""
+        self._select_weights()
         if self.checkpoint_dir is not None:
-            self.save_checkpoint()
-        self.model.load_state_dict(self.best_weights)
-        self.model.eval()
-        if self.checkpoint_dir is not None:
+            assert self.best_weights is not None
             atomic_torch_save(
                 {k: v.cpu() for k, v in self.best_weights.items()}, self.checkpoint_dir / BEST_WEIGHTS_FILE
             )
 
     # ------------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        assert self.model is not None and self.optimizer is not None and self.table is not None
+    # What ResumableTrainer's state file holds besides weights, optimiser, schedule and dropout.
+    def _lr_schedule(self) -> LRSchedule:
+        return self.schedule
+
+    def _data_state(self) -> dict[str, Any]:
+        assert self.table is not None
         return {
-            "format": _CHECKPOINT_FORMAT,
-            "config": self.config.to_dict(),
             "attributes": [(a.kind, a.n_categories, a.name) for a in self.attributes],
-            "table_fingerprint": self.table.fingerprint(),
+            "table_fingerprint": self._data_fingerprint(),
             "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "schedule": self.schedule.state_dict(),
-            "rng": {"dropout": self._dropout_generator.get_state()},
+        }
+
+    def _progress_state(self) -> dict[str, Any]:
+        return {
             "best": {"loss": self.best_loss, "step": self.best_step, "weights": self.best_weights},
             "history": self.history,
             "val_history": self.val_history,
             "diverged": self.diverged,
         }
 
-    def load_checkpoint(self) -> int | None:
-        """Restore the state file if present (after prepare); returns the restored step."""
-        assert self.checkpoint_dir is not None and self.model is not None
-        assert self.optimizer is not None and self.table is not None
-        path, state = self._read_state_file()
-        if state is None:
-            return None
-        if state["table_fingerprint"] != self.table.fingerprint():
-            raise ValueError(f"{path} was written for different data; refusing to resume")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
-        self.schedule.load_state_dict(state["schedule"])
-        assert self._dropout_generator is not None
-        self._dropout_generator.set_state(state["rng"]["dropout"])
+    def _data_fingerprint(self) -> str:
+        assert self.table is not None
+        return self.table.fingerprint()
+
+    def _last_is_best(self) -> None:
+        self.best_step = self.step
+
+    def _restore_progress(self, state: dict[str, Any]) -> int:
         self.step = int(state["step"])
-        best = state["best"]
-        self.best_loss, self.best_step = best["loss"], int(best["step"])
-        self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
+        self.best_step = int(state["best"]["step"])
         self.history = list(state["history"])
         self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
         self.diverged = bool(state["diverged"])
         self._plan = None
         return self.step
-
-    def load_weights(self, path: str | Path) -> None:
-        """Load a weights-only file (e.g. best_weights.pt) into a freshly built model."""
-        if self.model is None:
-            self.model = self.build_model()
-        load_weights_into(self.model, path, self.device)
 
 
 def _scalar(value: Tensor) -> float:
