@@ -9,7 +9,7 @@ import sys
 import yaml
 from snakemake.exceptions import WorkflowError
 
-from tabrepro.analysis.runner import active_settings, lookup_input_files
+from tabrepro.analysis.jobs import active_settings, lookup_input_files
 from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
@@ -168,7 +168,7 @@ ANALYSIS_PAPER = (ANALYSIS or active_settings(PARAMS, required=True)).paper
 
 def analysis_targets(wildcards=None):
     """Every analysis result file of the active profile whose dataset could be obtained."""
-    from tabrepro.analysis.runner import plan_fold_jobs, result_path
+    from tabrepro.analysis.jobs import plan_fold_jobs, result_path
     from tabrepro.analysis.settings import SYNTHETIC
 
     if ANALYSIS is None:

@@ -8,7 +8,8 @@ datapoints, and which ones?
 * attention.py   Fig. 3b, 4: attention-between-datapoints maps per layer and head
 * common.py      a trained NPT of a workflow fold, rebuilt with the table it predicts from
 * settings.py    sizes per profile (params.yaml `analysis:`)
-* runner.py      one experiment end to end (result.json + figures), the profile's target list;
+* jobs.py        the experiments the profile runs and their result paths (no torch);
+* runner.py      one experiment end to end (result.json + figures);
                  `tabrepro analyse` (tabrepro.cli) calls it
 
 Submodules import torch; importing this package does not.

@@ -5,8 +5,8 @@ Layout (all under params.yaml's results directory):
     analysis/{corruption,deletion,attention}/{dataset}/fold{k}/result.json  (+ PNGs beside it)
     analysis/lookup/{dataset}/result.json                                    (+ PNGs beside it)
 
-`plan_targets` lists the result files the active profile asks for; the workflow rules and the
-report use it, so they agree on what exists.
+Which experiments the active profile runs, and where their results go, is tabrepro.analysis.jobs
+(no torch: the workflow imports it at every start).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from tabrepro.analysis.common import NPTContext, finite_json, load_fold_context
+from tabrepro.analysis.jobs import active_settings, result_path
 from tabrepro.analysis.settings import (
     EXPERIMENTS,
     FOLD_EXPERIMENTS,
@@ -28,85 +29,14 @@ from tabrepro.analysis.settings import (
     AnalysisError,
     AnalysisSettings,
     experiment_digest,
-    settings_for,
 )
 from tabrepro.io import write_json
 from tabrepro.layout import RESULT_FILE
 from tabrepro.seeding import derive_seed
 
-__all__ = [
-    "active_settings",
-    "plan_fold_jobs",
-    "plan_targets",
-    "result_path",
-    "run_experiment",
-    "lookup_input_files",
-    "NPT_MODEL",
-]
+__all__ = ["run_experiment"]
 
 log = logging.getLogger(__name__)
-
-NPT_MODEL = "npt"
-
-
-def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None:
-    """The active profile's analysis settings (None when it runs no analysis)."""
-    settings = settings_for(params.raw, params.profile_name)
-    if settings is None and required:
-        # Run by hand under a profile without analysis settings: the fields' defaults.
-        settings = AnalysisSettings()
-    return settings
-
-
-def result_path(params: Any, experiment: str, dataset: str, fold: int | None = None) -> Path:
-    if experiment == "lookup":
-        return params.layout.analysis_lookup_result.path(dataset=dataset)
-    if fold is None:
-        raise AnalysisError(f"experiment {experiment!r} needs --fold")
-    return params.layout.analysis_fold_result.path(experiment=experiment, dataset=dataset, fold=fold)
-
-
-def plan_fold_jobs(params: Any, settings: AnalysisSettings | None = None) -> list[tuple[str, str, int]]:
-    """(experiment, dataset, fold) of every trained-NPT experiment the profile runs.
-
-    Only datasets and folds for which the profile trains NPT: the experiments read its weights.
-    """
-    settings = settings if settings is not None else active_settings(params)
-    if settings is None or settings.paper not in params.papers:
-        return []
-    paper = settings.paper
-    if NPT_MODEL not in params.selected_models(paper):
-        return []
-    selected = params.selected_datasets(paper)
-    datasets = selected if settings.datasets == "all" else [d for d in settings.datasets if d in selected]
-    jobs = []
-    for dataset in datasets:
-        folds = params.folds(paper, dataset)
-        chosen = folds if settings.folds == "all" else [f for f in settings.folds if f in folds]
-        for experiment in settings.experiments:
-            if experiment in FOLD_EXPERIMENTS:
-                jobs.extend((experiment, dataset, fold) for fold in chosen)
-    return jobs
-
-
-def plan_targets(params: Any, settings: AnalysisSettings | None = None) -> list[str]:
-    """Result files of every analysis experiment of the active profile."""
-    settings = settings if settings is not None else active_settings(params)
-    if settings is None:
-        return []
-    targets = [str(result_path(params, e, d, f)) for e, d, f in plan_fold_jobs(params, settings)]
-    if "lookup" in settings.experiments:
-        targets.append(str(result_path(params, "lookup", settings.lookup.dataset)))
-    return targets
-
-
-def lookup_input_files(params: Any, dataset: str) -> list[str]:
-    """The processed table the lookup task reads (none for the synthetic data)."""
-    settings = active_settings(params, required=True)
-    if dataset == SYNTHETIC:
-        return []
-    source = params.source_of(settings.paper, dataset)
-    return [str(params.layout.processed_table.path(source=source))]
 
 
 # ---------------------------------------------------------------------------- running
