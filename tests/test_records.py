@@ -128,3 +128,63 @@ def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, ca
     assert main(["record", "--check", "--readme", str(readme)]) == 2
     err = capsys.readouterr().err
     assert "npt/table9/breast_cancer/tabnet/nll differs" in err and "cells[1]" in err
+
+
+class _RestoreParams(_FakeParams):
+    """_FakeParams with the job digest and split manifests a restore checks."""
+
+    digest = "d" * 16
+
+    def jobs(self):
+        from tabrepro.config import Job
+
+        return [Job("npt", "breast_cancer", "knn", k) for k in range(4)]
+
+    def job_digest(self, job):
+        return self.digest
+
+
+def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
+    from tabrepro.config import Job
+    from tabrepro.reporting.records import restore
+
+    records = tmp_path / "records"
+    params = _RestoreParams(tmp_path / "run")
+    recorded_in = _RestoreParams(records / "long")  # the record is laid out like a run
+
+    def record(fold: int, **changes) -> dict:
+        result = {"params_digest": params.digest, "split": {"sha256": f"split{fold}"}, "metrics": {"fold": fold}}
+        result.update(changes)
+        _write(recorded_in.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", fold)), result)
+        return result
+
+    kept = record(0)
+    record(1, params_digest="0" * 16)  # recorded under other parameters
+    record(2, split={"sha256": "another split"})
+    record(3)
+    _write(recorded_in.results_dir / "npt/breast_cancer/rf/fold0/metrics.json", {"params_digest": params.digest})
+    existing = params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 3))
+    _write(existing, {"metrics": "this run's own"})
+
+    with pytest.raises(RecordError, match="no such record"):
+        restore(params, "long", records_dir=tmp_path / "elsewhere")
+    early = restore(params, "long", records_dir=records)  # no split on disk yet: nothing comes back
+    assert (
+        early.restored == []
+        and ("npt/breast_cancer/knn/fold0/metrics.json", "its split is not made yet (run the workflow --until split)")
+        in early.skipped
+    )
+
+    manifest = params.layout.split_manifest.path(paper="npt", dataset="breast_cancer")
+    _write(manifest, {"folds": [{"fold": k, "sha256": f"split{k}"} for k in range(4)]})
+    summary = restore(params, "long", records_dir=records)
+    target = params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 0))
+    assert summary.restored == [target]
+    assert json.loads(target.read_text()) == kept
+    reasons = dict(summary.skipped)
+    assert reasons["npt/breast_cancer/knn/fold1/metrics.json"].startswith("its parameters changed")
+    assert reasons["npt/breast_cancer/knn/fold2/metrics.json"] == "its split differs from the one on disk"
+    assert reasons["npt/breast_cancer/knn/fold3/metrics.json"] == "already in the run"
+    assert reasons["npt/breast_cancer/rf/fold0/metrics.json"] == "not a job of profile 'tiny'"
+    assert json.loads(existing.read_text()) == {"metrics": "this run's own"}
+    assert not params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 1)).exists()

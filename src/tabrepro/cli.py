@@ -21,6 +21,7 @@
     tabrepro record [NAME] [--wall-time S]       copy the run into docs/records/NAME; regenerate the
                                                  README's records block and docs/reproduction.md's table
     tabrepro record --check                      are both current, and has every differing cell a cause?
+    tabrepro record NAME --restore               put record NAME's results back into the run (to continue it)
     tabrepro plan [--compare]                    the profile's compute plan: configurations, fits, CPU-/GPU-
                                                  hours and peak memory per paper x dataset x model, totals
 
@@ -302,7 +303,7 @@ def cmd_tables(args: argparse.Namespace) -> None:
 def cmd_record(args: argparse.Namespace) -> None:
     """Snapshot a run (with NAME), then regenerate the README's records block and the audit table."""
     from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
-    from tabrepro.reporting.records import RECORDS_DIR, snapshot, update_readme
+    from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
 
     root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
@@ -313,6 +314,17 @@ def cmd_record(args: argparse.Namespace) -> None:
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
         print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
+        return
+    if args.restore:
+        if not args.name:
+            raise InputError("record --restore needs the record's NAME")
+        summary = restore(_params(args), args.name, records_dir=audit["records_dir"])
+        reasons: dict[str, int] = {}
+        for _, reason in summary.skipped:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        print(f"{args.name}: {len(summary.restored)} result(s) restored into the run")
+        for reason, count in sorted(reasons.items()):
+            print(f"  {count} left alone: {reason}")
         return
     if args.name:
         target = snapshot(
@@ -551,6 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="only check that both are current and that every differing cell of every record has a cause",
+    )
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="put record NAME's results back into the active profile's run (same job, parameters and "
+        "split only; never overwriting), to continue a long run in a fresh clone",
     )
     p = add(
         "scorecard",

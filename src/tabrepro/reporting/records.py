@@ -8,6 +8,9 @@ the fetch records, the tables and the scorecard — into docs/records/NAME/, lai
     TABREPRO_RESULTS_DIR=docs/records/NAME/results TABREPRO_DATA_DIR=docs/records/NAME/data \\
         tabrepro --profile PROFILE scorecard
 
+`tabrepro record NAME --restore` puts a record's results back into a run (see `restore`), so a
+long run continues across machines and fresh clones job by job.
+
 It then rewrites the README block between the `records:begin` / `records:end` markers from every
 record; `tabrepro record --check` (run by the tests) fails when that block is stale.
 """
@@ -18,6 +21,7 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +116,68 @@ def snapshot(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+@dataclass
+class RestoreSummary:
+    """What `restore` did: result files put back, and the jobs it left alone with the reason."""
+
+    restored: list[Path] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (record file, reason)
+
+
+def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> RestoreSummary:
+    """Put record `name`'s job results back into the active profile's results directory, so that a
+    run continued in a fresh clone or on another machine keeps them instead of redoing them.
+
+    A result comes back only when it is provably the same job: one of the active profile's jobs,
+    its params digest equal to the job's digest now, and its split's sha256 equal to that of the
+    split on disk (so make the splits first: `snakemake --config profile=P --until split`). An
+    existing result is never overwritten. Written files are newer than the splits, so Snakemake
+    takes them as done; what a result was computed with stays in its provenance.
+    """
+    source = Path(records_dir) / name / "results"
+    if not source.is_dir():
+        raise RecordError(f"{source}: no such record (records are under {records_dir})")
+    results = Path(params.results_dir)
+    jobs = {params.layout.job_metrics.path(job).relative_to(results): job for job in params.jobs()}
+    summary = RestoreSummary()
+    manifests: dict[tuple[str, str], dict[int, str] | None] = {}
+    for path in sorted(source.rglob("metrics.json")):
+        relative = path.relative_to(source)
+        job = jobs.get(relative)
+        if job is None:
+            summary.skipped.append((str(relative), f"not a job of profile {params.profile_name!r}"))
+            continue
+        target = results / relative
+        if target.exists():
+            summary.skipped.append((str(relative), "already in the run"))
+            continue
+        try:
+            recorded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise RecordError(f"{path}: cannot read: {error}") from None
+        if recorded.get("params_digest") != params.job_digest(job):
+            summary.skipped.append((str(relative), "its parameters changed since (params digest differs)"))
+            continue
+        key = (job.paper, job.dataset)
+        if key not in manifests:
+            manifest = params.layout.split_manifest.path(paper=job.paper, dataset=job.dataset)
+            manifests[key] = (
+                {int(f["fold"]): f["sha256"] for f in json.loads(manifest.read_text())["folds"]}
+                if manifest.is_file()
+                else None
+            )
+        folds = manifests[key]
+        if folds is None:
+            summary.skipped.append((str(relative), "its split is not made yet (run the workflow --until split)"))
+            continue
+        if folds.get(job.fold) != (recorded.get("split") or {}).get("sha256"):
+            summary.skipped.append((str(relative), "its split differs from the one on disk"))
+            continue
+        atomic_write(target, path.read_bytes())
+        summary.restored.append(target)
+    return summary
 
 
 def read_records(records_dir: Path = RECORDS_DIR) -> list[tuple[Path, dict[str, Any]]]:
