@@ -1,0 +1,58 @@
+"""Prediction in bounded batches (what keeps 500k-row test sets in memory): BiSHop's evaluation
+batches give the one-batch outputs, and NPT predicts every row once, each from its own batch as
+context (NPT's definition of minibatched prediction), never mixing batches."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from tabrepro.bishop import BiSHopTrainer
+from tabrepro.npt import NPTConfig, NPTTrainer
+from test_bishop import split, tiny, toy_data
+from test_npt import TINY, make_table
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("classification", [True, False])
+def test_bishop_outputs_in_small_batches_equal_the_one_batch_outputs(classification):
+    data = toy_data(120, classification=classification)
+    train, val, _ = split(data, 80, 20)
+    trainer = BiSHopTrainer(
+        tiny(max_epochs=2),
+        "classification" if classification else "regression",
+        cardinalities=(3,),
+        n_numerical=3,
+        n_classes=2 if classification else None,
+    )
+    trainer.fit(train, val)
+    rows = data.rows(torch.arange(80, 120))
+    trainer.config = dataclasses.replace(trainer.config, eval_batch_size=len(rows))
+    one_batch = trainer.outputs(rows)
+    for size in (1, 7, 16):
+        trainer.config = dataclasses.replace(trainer.config, eval_batch_size=size)
+        batched = trainer.outputs(rows)
+        # Same rows, other matrix shapes: equal up to float32 kernel rounding.
+        torch.testing.assert_close(batched, one_batch, rtol=1e-5, atol=1e-6)
+        if classification:
+            assert torch.equal(batched.argmax(1), one_batch.argmax(1))
+
+
+def test_npt_predicts_every_row_once_each_from_its_own_batch():
+    table = make_table(90)
+    trainer = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=3, batch_size=16))
+    trainer.fit(table)
+    batches = trainer.eval_batches(table)
+    assert max(len(b) for b in batches) <= 16 < table.n_rows
+    covered = torch.cat(batches).sort().values
+    assert torch.equal(covered, torch.arange(table.n_rows))  # every row exactly once
+    outputs = trainer.target_outputs(table)
+    model = trainer.model
+    assert model is not None
+    with torch.no_grad():
+        for rows in batches:  # each batch alone (its rows are the context) gives the same outputs
+            alone = model.forward_codes(table.inputs[rows], table.input_missing[rows])[-1].float()
+            assert torch.equal(outputs[rows], alone)
