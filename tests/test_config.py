@@ -337,3 +337,39 @@ def test_not_run_and_models_may_not_name_the_same_model():
 
     with pytest.raises(ParamsError, match="also listed in profiles.quick.not_run"):
         params_with(mutate)
+
+
+def test_an_extension_runs_only_where_a_profile_names_it():
+    """papers.npt.extensions (npt_isab) is selectable by name, labelled as ours, and never part of
+    `models: all`: the paper profile and the paper's own tables stay the paper's."""
+    isab = Params.from_file(REPO / "params.yaml", profile="isab")
+    assert isab.selected_models("npt") == ["npt", "npt_isab"]
+    assert isab.paper("npt")["models"]["npt_isab"] == "NPT-ISAB (ours)"
+    assert {j.model for j in isab.jobs()} == {"npt", "npt_isab"} and len(isab.jobs()) == 20
+    npt_job = Job("npt", "breast_cancer", "npt", 0)
+    quick = Params.from_file(REPO / "params.yaml", profile="quick")
+    assert isab.job_digest(npt_job) == quick.job_digest(npt_job)  # NPT's jobs are the quick run's
+    for name in ("quick", "paper", "reproduce"):
+        params = Params.from_file(REPO / "params.yaml", profile=name)
+        assert "npt_isab" not in params.selected_models("npt") and "npt_isab" not in params.paper("npt")["models"]
+        assert "npt_isab" not in params.all_models("npt")
+
+
+@pytest.mark.parametrize(
+    "extensions, expected",
+    [
+        ({"npt_isap": "typo"}, r"papers\.npt\.extensions: unknown model 'npt_isap'.*npt_isab"),
+        ({"knn": "k-NN again"}, r"papers\.npt\.extensions: 'knn' is one of the paper's own models"),
+    ],
+)
+def test_extensions_name_known_models_that_are_not_the_papers_own(extensions, expected):
+    with pytest.raises(ParamsError, match=expected):
+        params_with(lambda raw: raw["papers"]["npt"].update(extensions=extensions))
+
+
+def test_a_profile_cannot_select_another_papers_extension():
+    def mutate(raw):
+        raw["profiles"]["quick"]["papers"]["bishop"] = {"datasets": [], "models": ["npt_isab"]}
+
+    with pytest.raises(ParamsError, match=r"profiles\.quick\.papers\.bishop\.models\[0\]: unknown model 'npt_isab'"):
+        params_with(mutate, profile="quick")

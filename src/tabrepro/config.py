@@ -157,6 +157,13 @@ class Params:
             for model in cfg["models"]:
                 if model not in MODEL_NAMES:
                     self._fail(f"papers.{paper}.models", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+            for model in cfg.get("extensions") or {}:
+                if model not in MODEL_NAMES:
+                    self._fail(
+                        f"papers.{paper}.extensions", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES)
+                    )
+                if model in self.all_models(paper):
+                    self._fail(f"papers.{paper}.extensions", f"{model!r} is one of the paper's own models; keep one")
             for dataset, entry in cfg["datasets"].items():
                 where = f"papers.{paper}.datasets.{dataset}"
                 if entry["source"] not in sources:
@@ -227,7 +234,10 @@ class Params:
                 if paper not in raw["papers"]:
                     self._fail(where, f"unknown paper {paper!r}" + _did_you_mean(paper, raw["papers"]))
                 for kind in ("datasets", "models"):
-                    known = self.all_models(paper) if kind == "models" else raw["papers"][paper][kind]
+                    if kind == "models":  # an extension only by name, never through "all"
+                        known = self.all_models(paper) + list(raw["papers"][paper].get("extensions") or {})
+                    else:
+                        known = raw["papers"][paper][kind]
                     for i, name in enumerate([] if sel[kind] == "all" else sel[kind]):
                         if name not in known:
                             self._fail(
@@ -316,9 +326,15 @@ class Params:
         return list(self.raw["papers"])
 
     def paper(self, paper: str) -> dict:
+        """The paper's entry; its `models` (methods and their labels) gain the extensions the active
+        profile selects, so that tables, scorecard and report show them as rows of their own."""
         if paper not in self.raw["papers"]:
             raise ParamsError(f"{self.source}: unknown paper {paper!r}" + _did_you_mean(paper, self.raw["papers"]))
-        return self.raw["papers"][paper]
+        cfg = self.raw["papers"][paper]
+        extensions = cfg.get("extensions") or {}
+        selected = self.profile["papers"].get(paper, {}).get("models", [])
+        chosen = {} if selected == "all" else {m: extensions[m] for m in selected if m in extensions}
+        return {**cfg, "models": {**cfg["models"], **chosen}} if chosen else cfg
 
     def dataset_entry(self, paper: str, dataset: str) -> dict:
         """The paper's entry for a dataset, with the active profile's substitute source if any."""
@@ -385,9 +401,11 @@ class Params:
         return "budget capped: " + "; ".join(parts) + (f" ({reason})" if reason else "")
 
     def all_models(self, paper: str) -> list[str]:
-        """The paper's methods, then models that only its ablation tables list (e.g. BiSHop's)."""
-        models = list(self.paper(paper)["models"])
-        for table in self.paper(paper)["tables"].values():
+        """The paper's methods, then models that only its ablation tables list (e.g. BiSHop's); not
+        its extensions (a profile selects those by name)."""
+        cfg = self.raw["papers"][paper]
+        models = list(cfg["models"])
+        for table in cfg["tables"].values():
             models.extend(m for m in table.get("models", {}) if m not in models)
         return models
 
