@@ -171,7 +171,7 @@ def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
     early = restore(params, "long", records_dir=records)  # no split on disk yet: nothing comes back
     assert (
         early.restored == []
-        and ("npt/breast_cancer/knn/fold0/metrics.json", "its split is not made yet (run the workflow --until split)")
+        and ("npt/breast_cancer/knn/fold0/metrics.json", "no split on disk yet (make the splits first)")
         in early.skipped
     )
 

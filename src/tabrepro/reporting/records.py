@@ -132,7 +132,7 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
 
     A result comes back only when it is provably the same job: one of the active profile's jobs,
     its params digest equal to the job's digest now, and its split's sha256 equal to that of the
-    split on disk (so make the splits first: `snakemake --config profile=P --until split`). An
+    split on disk (so make the splits first: `snakemake --config profile=P --until availability split`). An
     existing result is never overwritten. Written files are newer than the splits, so Snakemake
     takes them as done; what a result was computed with stays in its provenance.
     """
@@ -170,7 +170,7 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
             )
         folds = manifests[key]
         if folds is None:
-            summary.skipped.append((str(relative), "its split is not made yet (run the workflow --until split)"))
+            summary.skipped.append((str(relative), "no split on disk yet (make the splits first)"))
             continue
         if folds.get(job.fold) != (recorded.get("split") or {}).get("sha256"):
             summary.skipped.append((str(relative), "its split differs from the one on disk"))
