@@ -27,7 +27,7 @@ from typing import Any
 
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
-from tabrepro.layout import FETCH_STATUS_FILE, SCORECARD_FILES, SCORECARD_SUMMARY_FILE
+from tabrepro.layout import FETCH_STATUS_FILE, METRICS_FILE, SCORECARD_FILES, SCORECARD_SUMMARY_FILE
 
 RECORDS_DIR = Path("docs") / "records"
 RECORD_FILE = "record.json"
@@ -143,7 +143,7 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
     jobs = {params.layout.job_metrics.path(job).relative_to(results): job for job in params.jobs()}
     summary = RestoreSummary()
     manifests: dict[tuple[str, str], dict[int, str] | None] = {}
-    for path in sorted(source.rglob("metrics.json")):
+    for path in sorted(source.rglob(METRICS_FILE)):
         relative = path.relative_to(source)
         job = jobs.get(relative)
         if job is None:
