@@ -360,6 +360,52 @@ def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path
         parse_dataset("poker_hand", tmp_path / "work" / "data" / "raw")
 
 
+def _bench_predictions(work: Path, *settings: str) -> dict[str, dict[str, np.ndarray]]:
+    """Run BiSHop and NPT through the benchmark on a reduced Poker Hand; their stored outputs."""
+    from tabrepro.scale import bench
+
+    argv = ["--datasets", "poker_hand", "--models", "bishop,npt", "--rows-scale", "0.001", "--work", str(work)]
+    for setting in settings:
+        argv += ["--set", setting]
+    assert bench.main([*argv, "--json", str(work / "bench.json")]) == 0
+    records = json.loads((work / "bench.json").read_text())["records"]
+    assert all(r["status"] == "ok" for r in records), records
+    outputs = {}
+    for model in ("bishop", "npt"):
+        with np.load(work / "results" / "npt" / "poker_hand" / model / "fold0" / "config0" / "predictions.npz") as f:
+            outputs[model] = {part: f[part] for part in ("val", "test")}
+    return outputs
+
+
+@pytest.mark.slow
+def test_a_reduced_stand_in_predicted_in_small_batches_gives_the_one_batch_predictions(tmp_path):
+    """The bounded-batch prediction paths, taken by the workflow's own jobs (train-config, select).
+
+    BiSHop scores rows independently, so 45-row evaluation batches (the last one shorter) must give
+    the outputs of one batch over all 1,000 test rows. NPT predicts each row with the others of its batch as context
+    (the paper's non-parametric prediction), so its batches cannot equal one batch; there every
+    validation and test row must come out exactly once, with a distribution over the classes.
+    """
+    one = _bench_predictions(tmp_path / "one", "bishop.eval_batch_size=100000", "npt.batch_size=64")
+    small = _bench_predictions(tmp_path / "small", "bishop.eval_batch_size=45", "npt.batch_size=64")
+    for part in ("val", "test"):
+        np.testing.assert_allclose(small["bishop"][part], one["bishop"][part], rtol=1e-5, atol=1e-6)
+        assert (small["bishop"][part].argmax(1) == one["bishop"][part].argmax(1)).all()
+    assert one["bishop"]["test"].shape[0] == 1000  # the whole (scaled) official test file
+    npt_test = small["npt"]["test"]
+    assert npt_test.shape == (1000, 10) and np.allclose(npt_test.sum(1), 1, atol=1e-4)
+    np.testing.assert_array_equal(npt_test, one["npt"]["test"])  # same plan, same batches: deterministic
+
+
+def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):
+    from tabrepro.scale import bench
+
+    code = bench.main(["--models", "xgboost", "--set", "bishop.eval_batch_size=7", "--work", str(tmp_path)])
+    assert code == 2
+    assert "bishop.eval_batch_size: model not in --models" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 # ----------------------------------------------------------------------------------------------
 # the data path at scale: same results with less memory
 

@@ -31,6 +31,7 @@ import platform
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,17 @@ TINY_BUDGETS: dict[str, dict[str, Any]] = {
 BISHOP_SPACE = {"n_configs": 1, "params": {"checkpoint_every_epochs": 1}}  # the thesis' §4.1 default
 
 
-def bench_params(base: dict[str, Any], datasets: list[str], models: list[str]) -> dict[str, Any]:
-    """The repository's params with the `scale_bench` profile (and BiSHop on the NPT datasets)."""
+def bench_params(
+    base: dict[str, Any],
+    datasets: list[str],
+    models: list[str],
+    settings: Sequence[tuple[str, str, Any]] = (),
+) -> dict[str, Any]:
+    """The repository's params with the `scale_bench` profile (and BiSHop on the NPT datasets).
+
+    `settings` (model, parameter, value) replace or add to a model's tiny budget, e.g. a forced
+    evaluation batch size; Params validates them like any profile's parameters.
+    """
     raw = copy.deepcopy(base)
     if "bishop" in models and "bishop" not in raw["papers"][PAPER]["models"]:
         raw["papers"][PAPER]["models"]["bishop"] = "BiSHop"
@@ -87,7 +97,11 @@ def bench_params(base: dict[str, Any], datasets: list[str], models: list[str]) -
         "max_configs": 1,
         "folds": [0],
         "model_overrides": {
-            m: {"max_configs": 1, "params": dict(TINY_BUDGETS[m]), "reason": "scale benchmark: tiny budget"}
+            m: {
+                "max_configs": 1,
+                "params": {**TINY_BUDGETS[m], **{name: value for model, name, value in settings if model == m}},
+                "reason": "scale benchmark: tiny budget",
+            }
             for m in models
             if m in TINY_BUDGETS
         },
@@ -292,7 +306,7 @@ class Bench:
     def run(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         base = yaml.safe_load(Path(self.args.params).read_text())
-        raw = bench_params(base, self.args.datasets, self.args.models)
+        raw = bench_params(base, self.args.datasets, self.args.models, self.args.set)
         self.params = Params(raw, source=str(self.params_path))  # validated before anything runs
         atomic_write(self.params_path, yaml.safe_dump(raw, sort_keys=False))
         for dataset in self.args.datasets:
@@ -419,6 +433,16 @@ def _model_timeout(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"{text!r}: expected MODEL=SECONDS") from None
 
 
+def _setting(text: str) -> tuple[str, str, Any]:
+    target, equals, value = text.partition("=")
+    model, dot, name = target.partition(".")
+    if not (equals and dot and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected MODEL.PARAM=VALUE")
+    if model not in TINY_BUDGETS:
+        raise argparse.ArgumentTypeError(f"unknown model {model!r}; known: {', '.join(TINY_BUDGETS)}")
+    return model, name, yaml.safe_load(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tabrepro.scale.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -450,6 +474,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a time limit for one model's stages (repeatable), e.g. npt=3600",
     )
     parser.add_argument(
+        "--set",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="MODEL.PARAM=VALUE",
+        help="change one parameter of a model's tiny budget (repeatable; YAML value), e.g. bishop.eval_batch_size=7",
+    )
+    parser.add_argument(
         "--work",
         type=Path,
         default=Path("scale-bench"),
@@ -469,6 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 < args.rows_scale <= 1:
         print(f"tabrepro.scale.bench: error: --rows-scale must be in (0, 1], got {args.rows_scale}", file=sys.stderr)
+        return 2
+    unused = sorted({f"{model}.{name}" for model, name, _ in args.set if model not in args.models})
+    if unused:
+        print(f"tabrepro.scale.bench: error: --set {', '.join(unused)}: model not in --models", file=sys.stderr)
         return 2
     assert set(DATASETS.values()) <= set(STANDIN_DATASETS)
     bench = Bench(args)
