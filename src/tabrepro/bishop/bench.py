@@ -38,23 +38,21 @@ import torch
 
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
-from tabrepro.nn.bench import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
+from tabrepro.nn.bench import (
+    PeakMemory,
+    bench_parser,
+    flop_counter,
+    run_measurement,
+    standardised_breast_cancer,
+    synchronize,
+)
 
 __all__ = ["load_data", "run_case", "main"]
 
 
 def load_data() -> tuple[TabularTensors, TabularTensors]:
     """Breast cancer, standardised on the training part; 80/20 train/validation split."""
-    from sklearn.datasets import load_breast_cancer
-
-    X, y = load_breast_cancer(return_X_y=True)
-    generator = torch.Generator().manual_seed(0)
-    order = torch.randperm(len(y), generator=generator)
-    x = torch.as_tensor(X, dtype=torch.float64)[order]
-    t = torch.as_tensor(y, dtype=torch.int64)[order]
-    n_train = int(0.8 * len(t))
-    mean, std = x[:n_train].mean(0), x[:n_train].std(0).clamp(min=1e-12)
-    x = ((x - mean) / std).float()
+    x, t, n_train = standardised_breast_cancer(0.8)
     empty = torch.zeros((len(t), 0), dtype=torch.int64)
     return (
         TabularTensors(empty[:n_train], x[:n_train], t[:n_train]),

@@ -18,7 +18,31 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-__all__ = ["flop_counter", "synchronize", "PeakMemory", "run_in_subprocess", "bench_parser", "run_measurement"]
+__all__ = [
+    "standardised_breast_cancer",
+    "flop_counter",
+    "synchronize",
+    "PeakMemory",
+    "run_in_subprocess",
+    "bench_parser",
+    "run_measurement",
+]
+
+
+def standardised_breast_cancer(train_fraction: float = 0.8) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """WDBC as the speed benchmarks use it: (x float32 [569, 30], y int64, n_train). Rows in a
+    permutation seeded 0; the first `train_fraction` of them are the training part, whose mean
+    and std standardise every row. One definition, so that our benchmark and the side-by-side
+    run of the authors' code (tabrepro.versus) time the same numbers."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(0))
+    x = torch.as_tensor(X, dtype=torch.float64)[order]
+    t = torch.as_tensor(y, dtype=torch.int64)[order]
+    n_train = int(train_fraction * len(t))
+    mean, std = x[:n_train].mean(0), x[:n_train].std(0).clamp(min=1e-12)
+    return ((x - mean) / std).float(), t, n_train
 
 
 def _linear_pointwise_flops(x_shape: Any, w_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:

@@ -1,0 +1,184 @@
+"""Obtaining the authors' code into a scratch directory, and running it in a process of its own.
+
+Their code never enters this project: `obtain` clones a git repository (a local bare or
+non-bare repository, or a URL) into a scratch directory outside the project and checks out the
+requested revision, or uses a plain (non-git) directory where it is, after checking that it too
+lies outside the project. `run_driver` then starts `python -m tabrepro.versus.driver` with that
+directory on its import path, in a fresh process per measurement, and reads back the figures it
+writes as JSON (never a pickle).
+
+Dependencies the authors' step needs and this environment lacks (einops, for BiSHop) go into
+`<scratch>/deps` with pip when `--install-deps` is given; their other imports are stubbed
+(tabrepro.versus.stubs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabrepro.errors import InputError
+from tabrepro.io import write_json
+
+__all__ = [
+    "VersusError",
+    "AuthorsCode",
+    "PROJECT_ROOT",
+    "is_url",
+    "check_source",
+    "check_outside_project",
+    "obtain",
+    "ensure_deps",
+    "run_driver",
+]
+
+# The repository this package belongs to: the authors' code must not be put anywhere below it.
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/repo
+
+
+class VersusError(InputError):
+    """Bad input to the comparison (a missing repository, an unknown case, a missing dependency):
+    the command prints it as one line and exits with status 2."""
+
+
+@dataclass(frozen=True)
+class AuthorsCode:
+    """Where one repository's code ended up and which version it is."""
+
+    source: str  # as given on the command line
+    path: Path  # the directory put on the driver's import path
+    commit: str  # the checked-out commit, or "unknown (plain directory)"
+    kind: str  # "git clone" or "plain directory"
+
+    def describe(self) -> dict[str, str]:
+        return {"source": self.source, "path": str(self.path), "commit": self.commit, "kind": self.kind}
+
+
+def is_url(source: str) -> bool:
+    """Whether `source` names a remote (or file://) git repository rather than a local path."""
+    return "://" in source or bool(_SCP_LIKE.match(source))
+
+
+def _is_git_repository(path: Path) -> bool:
+    """A non-bare repository (has .git) or a bare one (HEAD, objects/ and refs/ at its top)."""
+    if (path / ".git").exists():
+        return True
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def check_outside_project(path: Path, what: str) -> None:
+    """Refuse a path inside this project: the authors' code must never be placed in it."""
+    if _inside(path, PROJECT_ROOT):
+        raise VersusError(f"{what} {path} lies inside the project ({PROJECT_ROOT}); use a directory outside it")
+
+
+def check_source(option: str, source: str) -> None:
+    """Fail early, in one line, on a local path that does not exist or lies inside the project."""
+    if is_url(source):
+        return
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise VersusError(f"{option}: no such repository or directory: {source}")
+    if not path.is_dir():
+        raise VersusError(f"{option}: not a directory: {source}")
+    if not _is_git_repository(path):
+        check_outside_project(path, f"{option}: the plain directory")
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=600)
+    except FileNotFoundError as error:
+        raise VersusError("git is not installed: it is needed to obtain the authors' code") from error
+    except subprocess.CalledProcessError as error:
+        detail = (error.stderr or error.stdout or "").strip().splitlines()
+        raise VersusError(f"git {' '.join(args)} failed: {detail[-1] if detail else error}") from error
+    return done.stdout.strip()
+
+
+def obtain(option: str, source: str, revision: str, scratch: Path, name: str) -> AuthorsCode:
+    """The authors' code from `source`: a git repository is cloned into `scratch/<name>-*` and
+    `revision` checked out; a plain directory is used as is (nothing copied into the project)."""
+    check_source(option, source)
+    if not is_url(source) and not _is_git_repository(Path(source).expanduser()):
+        path = Path(source).expanduser().resolve()
+        return AuthorsCode(source, path, "unknown (plain directory)", "plain directory")
+    check_outside_project(scratch, "the scratch directory")
+    scratch.mkdir(parents=True, exist_ok=True)
+    destination = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=scratch)) / "repo"
+    origin = source if is_url(source) else str(Path(source).expanduser().resolve())
+    _git("clone", "--quiet", "--no-checkout", origin, str(destination))
+    try:
+        commit = _git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}", cwd=destination)
+    except VersusError:  # a branch of the source other than its default exists as origin/<name>
+        try:
+            commit = _git("rev-parse", "--verify", "--quiet", f"origin/{revision}^{{commit}}", cwd=destination)
+        except VersusError:
+            raise VersusError(f"{option}: no revision {revision!r} in {source}") from None
+    _git("checkout", "--quiet", "--detach", commit, cwd=destination)
+    return AuthorsCode(source, destination, commit, "git clone")
+
+
+# Packages the authors' step really runs (no stub can stand in), with the version their
+# requirements pin; only BiSHop's einops is not a dependency of this project.
+STEP_DEPENDENCIES: dict[str, dict[str, str]] = {"npt": {}, "bishop": {"einops": "einops==0.7.0"}}
+
+
+def ensure_deps(model: str, scratch: Path, install: bool) -> list[Path]:
+    """Import-path entries that make `model`'s step dependencies importable: nothing when this
+    Python has them, `<scratch>/deps` after a pip install there when `install` is set; otherwise
+    VersusError naming the package and the option."""
+    needed = STEP_DEPENDENCIES[model]
+    deps = scratch / "deps"
+    lacking = [name for name in needed if importlib.util.find_spec(name) is None and not (deps / name).is_dir()]
+    if lacking and not install:
+        raise VersusError(
+            f"the authors' {model} code needs {', '.join(lacking)}, which this Python lacks: pass "
+            f"--install-deps to pip-install it into {deps} (outside the project)"
+        )
+    if lacking:
+        check_outside_project(deps, "the dependency directory")
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(deps)]
+        try:
+            subprocess.run(command + [needed[name] for name in lacking], check=True, timeout=900)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+            raise VersusError(f"pip could not install {', '.join(lacking)} into {deps}: {error}") from error
+    return [deps] if deps.is_dir() else []
+
+
+def run_driver(spec: dict[str, Any], workdir: Path, timeout_s: float) -> dict[str, Any]:
+    """One measurement of the authors' code: `spec` (see tabrepro.versus.driver) is handed to a
+    fresh `python -m tabrepro.versus.driver` process working in `workdir`; returns its figures."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    spec_path = workdir / "driver-spec.json"
+    result_path = workdir / "driver-figures.json"
+    result_path.unlink(missing_ok=True)
+    write_json(spec_path, {**spec, "result": str(result_path), "workdir": str(workdir)})
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave their checkout untouched
+    command = [sys.executable, "-m", "tabrepro.versus.driver", str(spec_path)]
+    try:
+        done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as error:
+        raise RuntimeError(f"the authors' {spec['case']} run took longer than {timeout_s:.0f} s") from error
+    if done.returncode != 0 or not result_path.is_file():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-40:])
+        raise RuntimeError(f"the authors' {spec['case']} run failed (exit {done.returncode}):\n{tail}")
+    return json.loads(result_path.read_text(encoding="utf-8"))

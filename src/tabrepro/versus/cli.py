@@ -1,0 +1,334 @@
+"""Command line of the side-by-side benchmark: the authors' training steps against ours.
+
+    python -m tabrepro.versus --npt-repo PATH_OR_URL --bishop-repo PATH_OR_URL
+        [--npt-rev REV] [--bishop-rev REV] [--cases CASE ...] [--rounds 3] [--threads N]
+        [--steps N] [--warmup N] [--scratch DIR] [--keep-scratch] [--install-deps]
+        [--max-load 0.5] [--force] [--peak-sizes 2048 4096] [--peak-only] [--json PATH]
+
+Example (the copies of the authors' repositories on this project's machines; einops, which
+their BiSHop needs and this project does not, is pip-installed into the scratch directory):
+
+    python -m tabrepro.versus --npt-repo /work/.mirror/OATML+non-parametric-transformers/repo \\
+        --bishop-repo /work/.mirror/MAGICS-LAB+BiSHop/repo --install-deps --json versus.json
+
+A repository is a local git directory (bare or not) or a URL, cloned into the scratch directory
+(a temporary directory outside the project unless --scratch names one) at --*-rev, or a plain
+directory used where it is. Cases (tabrepro.versus.cases says what each step contains):
+npt_breast_cancer, npt_breast_cancer_code, bishop_default, bishop_code; npt_tiny on request.
+
+Each round runs, per case, the authors' step and then ours, each in a fresh process on the same
+number of torch threads (default: the cores this process may use); the table gives the medians
+over the rounds, the ratio (ours faster = authors' time / ours), achieved GFLOP/s against the
+machine's fp32 matmul peak measured at the same thread count, and for BiSHop samples/s. The
+command refuses to time when the 1-minute load average exceeds --max-load x cores (exit 2),
+unless --force, which marks the table and the JSON with a warning. Bad input (a missing
+repository, an unknown case, a missing dependency) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tabrepro.errors import InputError
+from tabrepro.io import write_json
+from tabrepro.versus import authors, cases, machine
+from tabrepro.versus.authors import VersusError
+from tabrepro.versus.cases import CASES, DEFAULT_CASES, Case
+from tabrepro.versus.machine import DEFAULT_MAX_LOAD
+
+__all__ = ["build_parser", "main", "format_ratio", "format_table", "format_header", "NPT_UPSTREAM", "BISHOP_UPSTREAM"]
+
+NPT_UPSTREAM = "https://github.com/OATML/non-parametric-transformers"
+BISHOP_UPSTREAM = "https://github.com/MAGICS-LAB/BiSHop"
+PROG = "tabrepro.versus"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PROG}",
+        description="Time the authors' NPT and BiSHop training steps against ours, alternating, on this machine.",
+        epilog=f"cases: {', '.join(CASES)} (default: {', '.join(DEFAULT_CASES)}); what each step contains: "
+        "the docstring of tabrepro.versus.cases",
+    )
+    parser.add_argument("--npt-repo", default=NPT_UPSTREAM, help="NPT authors' repository: git dir, URL or plain dir")
+    parser.add_argument("--bishop-repo", default=BISHOP_UPSTREAM, help="BiSHop authors' repository")
+    parser.add_argument("--npt-rev", default="HEAD", help="revision to check out of a git NPT repository")
+    parser.add_argument("--bishop-rev", default="HEAD", help="revision to check out of a git BiSHop repository")
+    parser.add_argument("--cases", nargs="+", default=None, metavar="CASE", help="cases to run (see below)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating authors/ours rounds (default 3)")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per run (default: per case)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up steps per run (default: per case)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads, both sides (default: cores)")
+    parser.add_argument("--scratch", type=Path, default=None, help="where their code goes (default: a temp dir)")
+    parser.add_argument("--keep-scratch", action="store_true", help="keep the temporary scratch directory")
+    parser.add_argument("--install-deps", action="store_true", help="pip-install their missing step deps to scratch")
+    parser.add_argument(
+        "--max-load",
+        type=float,
+        default=DEFAULT_MAX_LOAD,
+        help="refuse when the 1-minute load average exceeds this many per core (default %(default)s)",
+    )
+    parser.add_argument("--force", action="store_true", help="time on a busy machine anyway (marked as such)")
+    parser.add_argument("--peak-sizes", type=int, nargs="+", default=[2048, 4096], help="matmul peak sizes n")
+    parser.add_argument("--peak-only", action="store_true", help="only the machine and its matmul peak")
+    parser.add_argument("--case-timeout", type=float, default=3600.0, help="seconds per authors' run")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here (atomically)")
+    return parser
+
+
+# ------------------------------------------------------------------------------- formatting
+def format_ratio(value: float) -> str:
+    """'6.42x' (ours that many times faster; below 1: slower)."""
+    return "n/a" if value != value or value in (float("inf"), float("-inf")) else f"{value:.2f}x"
+
+
+def _rate(gflops: float, peak: float | None) -> str:
+    return f"{gflops:.1f}" + (f" ({100 * gflops / peak:.0f}%)" if peak else "")
+
+
+def format_table(summaries: Sequence[dict[str, Any]], peak_gflops: float | None = None) -> list[str]:
+    """The comparison table, one row per case (achieved GFLOP/s with their share of the peak)."""
+    header = (
+        "case",
+        "authors s/step",
+        "ours s/step",
+        "ours faster",
+        "authors GFLOP/s",
+        "ours GFLOP/s",
+        "authors samples/s",
+        "ours samples/s",
+    )
+    rows = [header]
+    for summary in summaries:
+        authors, ours = summary["authors"], summary["ours"]
+        rows.append(
+            (
+                summary["case"],
+                f"{authors['step_s_median']:.3f}",
+                f"{ours['step_s_median']:.3f}",
+                format_ratio(summary["ratio"]),
+                _rate(authors["gflops_per_s"], peak_gflops),
+                _rate(ours["gflops_per_s"], peak_gflops),
+                f"{authors['samples_per_s']:.1f}" if "samples_per_s" in authors else "-",
+                f"{ours['samples_per_s']:.1f}" if "samples_per_s" in ours else "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)]
+        lines.append(" | ".join(cells))
+        if index == 0:
+            lines.append("-+-".join("-" * width for width in widths))
+    return lines
+
+
+def _threads(count: int) -> str:
+    return f"{count} thread" + ("" if count == 1 else "s")
+
+
+def _banner(warning: str) -> list[str]:
+    bar = "!" * min(120, len(warning) + 8)
+    return [bar, f"!!! {warning} !!!", bar]
+
+
+def format_header(
+    info: dict[str, Any], peak: dict[str, Any] | None, warning: str | None, code: dict[str, dict[str, str]]
+) -> list[str]:
+    """What was timed where: CPU and ISA level, torch, threads, load, commit, peak, their code."""
+    lines = _banner(warning) if warning else []
+    load = info.get("load_average_1min")
+    lines += [
+        f"machine: {info['cpu_model']} | ISA {info['isa_level']} | {info['logical_cores']} logical cores "
+        f"({info['available_cores']} available)",
+        f"torch {info['torch']} (CPU capability {info['torch_cpu_capability']}), {_threads(info['threads'])}, "
+        f"1-minute load average {'unknown' if load is None else f'{load:.2f}'}, "
+        f"tabrepro commit {info['git_commit']}",
+    ]
+    if peak:
+        parts = [
+            f"{kernel} " + ", ".join(f"{n}^2 {value:.1f}" for n, value in per_size.items())
+            for kernel, per_size in peak["gflops"].items()
+        ]
+        lines.append(
+            f"fp32 matmul peak on {_threads(peak['threads'])} (GFLOP/s): {'; '.join(parts)}; "
+            f"peak {peak['peak_gflops']:.1f}"
+        )
+    for model, described in code.items():
+        lines.append(f"authors' {model}: {described['commit']} ({described['kind']} of {described['source']})")
+    return lines
+
+
+# ------------------------------------------------------------------------------- the run
+def _cases(names: list[str] | None) -> list[Case]:
+    chosen = names or DEFAULT_CASES
+    unknown = [name for name in chosen if name not in CASES]
+    if unknown:
+        raise VersusError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
+    return [CASES[name] for name in dict.fromkeys(chosen)]
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for name in ("rounds", "steps", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise VersusError(f"--{name} must be at least 1, got {value}")
+    if args.warmup is not None and args.warmup < 0:
+        raise VersusError(f"--warmup must be at least 0, got {args.warmup}")
+    if args.max_load <= 0:
+        raise VersusError(f"--max-load must be positive, got {args.max_load}")
+    if any(n < 1 for n in args.peak_sizes):
+        raise VersusError("--peak-sizes must be positive")
+
+
+def _print(lines: Sequence[str]) -> None:
+    for line in lines:
+        print(line, flush=True)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tabrepro.nn.bench import run_in_subprocess  # imports torch: not needed for --help
+
+    chosen = [] if args.peak_only else _cases(args.cases)
+    _check_numbers(args)
+    sources = {
+        "npt": ("--npt-repo", args.npt_repo, args.npt_rev),
+        "bishop": ("--bishop-repo", args.bishop_repo, args.bishop_rev),
+    }
+    models = list(dict.fromkeys(case.model for case in chosen))
+    for model in models:
+        authors.check_source(sources[model][0], sources[model][1])
+    if args.scratch is not None:
+        authors.check_outside_project(args.scratch, "--scratch")
+
+    warning = machine.check_load(args.max_load, args.force)
+    threads = args.threads or machine.available_cores()
+    info = machine.machine_info(threads)
+    peak = run_in_subprocess(machine.matmul_peak, args.peak_sizes, threads)
+    payload: dict[str, Any] = {
+        "tool": PROG,
+        "warning": warning,
+        "forced": bool(args.force),
+        "machine": info,
+        "matmul_peak": peak,
+        "settings": {
+            "rounds": args.rounds,
+            "threads": threads,
+            "steps": args.steps,
+            "warmup": args.warmup,
+            "max_load_per_core": args.max_load,
+            "cases": [case.name for case in chosen],
+        },
+        "authors_code": {},
+        "cases": [],
+    }
+    if args.peak_only:
+        _print(format_header(info, peak, warning, {}))
+        return _finish(payload, args.json)
+
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="tabrepro-versus-"))
+    temporary = args.scratch is None and not args.keep_scratch
+    try:
+        code, deps = {}, {}
+        for model in models:
+            option, source, revision = sources[model]
+            code[model] = authors.obtain(option, source, revision, scratch, model)
+            deps[model] = [str(path) for path in authors.ensure_deps(model, scratch, args.install_deps)]
+        payload["authors_code"] = {model: found.describe() for model, found in code.items()}
+        payload["settings"]["scratch"] = str(scratch)
+        payload["settings"]["scratch_kept"] = not temporary
+        _print(format_header(info, peak, warning, payload["authors_code"]))
+        summaries = _rounds(args, chosen, code, deps, threads, scratch)
+    finally:
+        if temporary:
+            shutil.rmtree(scratch, ignore_errors=True)
+    payload["cases"] = summaries
+    end_load = payload["machine"]["load_average_1min_end"] = machine.load_average()
+    print()
+    _print(format_table(summaries, peak["peak_gflops"]))
+    if end_load is not None:  # includes this benchmark's own threads
+        print(f"1-minute load average at the end: {end_load:.2f} (includes the benchmark's own {_threads(threads)})")
+    for summary in summaries:
+        data = summary["authors"].get("data_s_median")
+        if summary["model"] == "npt" and data is not None:
+            print(
+                f"{summary['case']}: the authors' data loading before each step (masks), not in their time: "
+                f"{data:.3f} s; ours draws the masks inside its step"
+            )
+    if not temporary:
+        print(f"their code and the runs' files are in {scratch}")
+    if warning:
+        _print(_banner(warning))
+    return _finish(payload, args.json)
+
+
+def _timing(args: argparse.Namespace, case: Case) -> tuple[int, int]:
+    """(timed steps, warm-up steps) of a run: the command line's, else the case's defaults."""
+    return args.steps or case.steps, case.warmup if args.warmup is None else args.warmup
+
+
+def _rounds(
+    args: argparse.Namespace,
+    chosen: list[Case],
+    code: dict[str, authors.AuthorsCode],
+    deps: dict[str, list[str]],
+    threads: int,
+    scratch: Path,
+) -> list[dict[str, Any]]:
+    """Alternate authors / ours per round; cases sharing the authors' settings share their run."""
+    groups: dict[str, list[Case]] = {}
+    for case in chosen:
+        groups.setdefault(cases.authors_key(case), []).append(case)
+    authors_runs: dict[str, list[dict[str, Any]]] = {case.name: [] for case in chosen}
+    our_runs: dict[str, list[dict[str, Any]]] = {case.name: [] for case in chosen}
+    for round_index in range(args.rounds):
+        tag = f"[round {round_index + 1}/{args.rounds}]"
+        for members in groups.values():
+            first = members[0]
+            steps, warmup = _timing(args, first)
+            spec = {
+                "case": first.name,
+                "model": first.model,
+                "repo": str(code[first.model].path),
+                "deps": deps[first.model],
+                "threads": threads,
+                "steps": steps,
+                "warmup": warmup,
+                "settings": cases.authors_settings(first),
+            }
+            workdir = scratch / "runs" / f"{first.name}-round{round_index + 1}"
+            run = authors.run_driver(spec, workdir, args.case_timeout)
+            print(f"{tag} {'/'.join(c.name for c in members)}: authors {run['step_s_median']:.3f} s/step", flush=True)
+            for case in members:
+                authors_runs[case.name].append(run)
+                ours = cases.run_ours(case, *_timing(args, case), threads)
+                our_runs[case.name].append(ours)
+                print(f"{tag} {case.name}: ours {ours['step_s_median']:.3f} s/step", flush=True)
+    return [cases.summarise(case, authors_runs[case.name], our_runs[case.name]) for case in chosen]
+
+
+def _finish(payload: dict[str, Any], path: Path | None) -> int:
+    if path is not None:
+        write_json(path, payload)
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (InputError, OSError) as error:  # bad input or an unwritable/missing file: one line
+        message = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
