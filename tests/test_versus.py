@@ -144,6 +144,16 @@ def test_header_names_machine_peak_and_code():
     assert "Some CPU" in text and "ISA AVX2" in text and "4 threads" in text and "0.25" in text
     assert "2048^2 100.0" in text and "authors' npt: 123 (git clone of somewhere)" in text
     assert text.startswith("!!!") and "WARNING: busy" in text
+    assert "libraries held to: nothing (full ISA)" in text
+    held = cli.format_header({**info, "isa_limits": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}, peak, None, code)
+    assert "libraries held to: ONEDNN_MAX_CPU_ISA=AVX2" in "\n".join(held)
+
+
+def test_the_machine_record_names_the_isa_limits_set_in_the_environment(monkeypatch):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.delenv("MKL_ENABLE_INSTRUCTIONS", raising=False)
+    assert machine.machine_info(1)["isa_limits"]["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+    assert "MKL_ENABLE_INSTRUCTIONS" not in machine.machine_info(1)["isa_limits"]
 
 
 # ------------------------------------------------------------------------------ their code

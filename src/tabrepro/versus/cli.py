@@ -147,6 +147,8 @@ def format_header(
     lines += [
         f"machine: {info['cpu_model']} | ISA {info['isa_level']} | {info['logical_cores']} logical cores "
         f"({info['available_cores']} available)",
+        "libraries held to: "
+        + (", ".join(f"{k}={v}" for k, v in (info.get("isa_limits") or {}).items()) or "nothing (full ISA)"),
         f"torch {info['torch']} (CPU capability {info['torch_cpu_capability']}), {_threads(info['threads'])}, "
         f"1-minute load average {'unknown' if load is None else f'{load:.2f}'}, "
         f"tabrepro commit {info['git_commit']}",

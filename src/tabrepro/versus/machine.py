@@ -27,6 +27,10 @@ __all__ = [
     "machine_info",
 ]
 
+# Environment variables that hold the libraries below the CPU's ISA (e.g. AVX2 on an AVX-512
+# machine); recorded with every run, since they change what the same machine measures.
+ISA_LIMITS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY")
+
 DEFAULT_MAX_LOAD = 0.5  # refuse above this many runnable processes per core (1-minute average)
 
 
@@ -109,7 +113,8 @@ def matmul_peak(sizes: Sequence[int] = (2048, 4096), threads: int | None = None,
 
 
 def machine_info(threads: int) -> dict[str, Any]:
-    """CPU model and ISA level, cores, torch version and CPU capability, threads, load, commit."""
+    """CPU model and ISA level, cores, torch version and CPU capability, the libraries' ISA limits
+    set in the environment, threads, load, commit."""
     import torch
 
     from tabrepro.provenance import cpu_info, git_commit
@@ -123,6 +128,7 @@ def machine_info(threads: int) -> dict[str, Any]:
         "available_cores": available_cores(),
         "torch": torch.__version__,
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "isa_limits": {name: os.environ[name] for name in ISA_LIMITS if os.environ.get(name)},
         "threads": threads,
         "load_average_1min": load_average(),
         "git_commit": git_commit(),
