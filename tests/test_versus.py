@@ -279,3 +279,50 @@ def test_both_npt_sides_run_one_tiny_step(tmp_path, capsys):
     assert len(payload["authors_code"]["npt"]["commit"]) == 40
     loaded = summary["authors"]["runs"][0]["tabrepro_modules"]
     assert not [name for name in loaded if name.startswith(("tabrepro.npt", "tabrepro.bishop"))]
+
+
+# ------------------------------------------------------------------------------ the README record
+SPEED_RUNS = sorted((Path(__file__).resolve().parents[1] / "docs" / "speed").glob("versus-*.json"))
+
+
+def test_the_readme_speed_block_is_generated_from_the_committed_runs():
+    from tabrepro.versus import record
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    assert SPEED_RUNS, "no committed side-by-side run under docs/speed"
+    assert record.update_readme(readme, SPEED_RUNS, check=True), (
+        "README's versus block is stale: python -m tabrepro.versus.record docs/speed/versus-*.json"
+    )
+
+
+def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
+    from tabrepro.versus import record
+
+    run = json.loads(SPEED_RUNS[0].read_text())
+    run["machine"].update(git_commit="a" * 40 + "+dirty", isa_limits={"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    run["cases"][0]["ratio"] = 1.234
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{record.README_BEGIN}\nold\n{record.README_END}\ntail\n")
+    assert not record.update_readme(readme, [path], check=True)  # stale, nothing written
+    assert "old" in readme.read_text()
+    assert record.main([str(path), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
+    assert run["machine"]["cpu_model"] in text and "`ONEDNN_MAX_CPU_ISA=AVX2`" in text
+    assert "aaaaaaaaaaaa+dirty" in text and "**1.23×**" in text and "load " in text
+    assert record.main([str(path), "--readme", str(readme), "--check"]) == 0
+
+
+def test_a_run_timed_on_a_busy_machine_is_no_readme_record(tmp_path, capsys):
+    from tabrepro.versus import record
+
+    run = json.loads(SPEED_RUNS[0].read_text())
+    run["warning"] = "WARNING: TIMED ON A BUSY MACHINE"
+    path = tmp_path / "busy.json"
+    path.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{record.README_BEGIN}\n{record.README_END}\n")
+    assert record.main([str(path), "--readme", str(readme)]) == 2
+    assert "busy machine" in capsys.readouterr().err and readme.read_text().count("\n") == 2
