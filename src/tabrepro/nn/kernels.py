@@ -125,22 +125,55 @@ def batched_matmul(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
     return torch.matmul(a, b)
 
 
+def _product(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
+    """a @ b over the last two dimensions, where b is narrow (a head's width of columns).
+
+    With few matrices this is `batched_matmul`. With many tiny ones (attention between the
+    attributes of each row: thousands of 31 x 31 by 31 x 4 products) the batched kernel is several
+    times faster computing (b^T a^T)^T with b^T dense and a^T a strided view of a than a @ b
+    itself, so that is what runs; the result is a transposed view.
+    """
+    lead, rows, cols = a.shape[:-2], a.shape[-2], b.shape[-1]
+    if math.prod(lead) <= _MAX_ONEDNN_MATRICES and _onednn_applies(onednn, a, b):
+        return batched_matmul(a, b, onednn)
+    b_t = b.transpose(-2, -1).reshape(-1, cols, b.shape[-2])
+    a_t = a.reshape(-1, rows, a.shape[-1]).transpose(1, 2)
+    return torch.bmm(b_t, a_t).view(*lead, cols, rows).transpose(-2, -1)
+
+
+def _scores(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
+    """a @ b^T over the last two dimensions (both narrow: rows x a head's width).
+
+    With many tiny matrices, b^T is made dense first: the batched kernel reads a strided b^T
+    about three times slower than it copies it.
+    """
+    lead = a.shape[:-2]
+    if math.prod(lead) <= _MAX_ONEDNN_MATRICES and _onednn_applies(onednn, a, b):
+        return batched_matmul(a, b.transpose(-2, -1), onednn)
+    a_3d = a.reshape(-1, *a.shape[-2:])
+    b_t = b.transpose(-2, -1).reshape(-1, b.shape[-1], b.shape[-2]).contiguous()
+    return torch.bmm(a_3d, b_t).view(*lead, a.shape[-2], b.shape[-2])
+
+
 class _DropoutAttention(torch.autograd.Function):
     """softmax(q k^T) with dropout on the weights, times v; q arrives already scaled.
 
     Written out (rather than left to autograd) so that backward keeps only the softmax output and
     a boolean keep-mask (the dropped weights are recomputed), i.e. ~1.25 instead of ~3 L x L
-    tensors per head, and so that the six GEMMs can go through `batched_matmul`.
+    tensors per head, and so that the six GEMMs can go through `batched_matmul` (few large
+    matrices) or the layouts `_product` and `_scores` pick (many tiny ones). The mask is applied
+    by multiplying with it as 0/1 floats, which measured 3-4x faster on CPU than `torch.where`
+    or `masked_fill_` on the boolean mask, and gives the same numbers.
     """
 
     @staticmethod
     def forward(ctx: Any, q: Tensor, k: Tensor, v: Tensor, keep: Tensor, p: float, onednn: bool) -> Tensor:
         dtype = q.dtype
-        scores = batched_matmul(q, k.transpose(-2, -1), onednn)
+        scores = _scores(q, k, onednn)
         weights = torch.softmax(scores, dim=-1).to(dtype)
         del scores
-        dropped = torch.where(keep, weights, 0.0)
-        out = batched_matmul(dropped, v.to(dtype), onednn).mul_(1.0 / (1.0 - p))
+        dropped = weights * keep.to(dtype)
+        out = _product(dropped, v.to(dtype), onednn) * (1.0 / (1.0 - p))
         ctx.save_for_backward(q, k, v, weights, keep)
         ctx.p, ctx.onednn = p, onednn
         return out
@@ -150,15 +183,16 @@ class _DropoutAttention(torch.autograd.Function):
         q, k, v, weights, keep = ctx.saved_tensors
         dtype, onednn = weights.dtype, ctx.onednn
         grad = grad_out.to(dtype) * (1.0 / (1.0 - ctx.p))
-        dropped = torch.where(keep, weights, 0.0)
-        grad_v = batched_matmul(dropped.transpose(-2, -1), grad, onednn)
+        mask = keep.to(dtype)
+        dropped = weights * mask
+        grad_v = _product(dropped.transpose(-2, -1), grad, onednn)
         del dropped
-        grad_weights = batched_matmul(grad, v.to(dtype).transpose(-2, -1), onednn)
-        grad_weights.masked_fill_(~keep, 0.0)
+        grad_weights = _scores(grad, v.to(dtype), onednn).mul_(mask)
+        del mask
         grad_scores = torch._softmax_backward_data(grad_weights, weights, -1, dtype)
         del grad_weights
-        grad_q = batched_matmul(grad_scores, k.to(dtype), onednn)
-        grad_k = batched_matmul(grad_scores.transpose(-2, -1), q, onednn)
+        grad_q = _product(grad_scores, k.to(dtype), onednn)
+        grad_k = _product(grad_scores.transpose(-2, -1), q, onednn)
         return grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype), None, None, None
 
 

@@ -1,0 +1,75 @@
+"""The CPU attention kernel (tabrepro.nn.kernels.attention) against plain autograd attention.
+
+Its hand-written backward and the layouts it picks for the products (few large matrices through
+oneDNN, many tiny ones through transposed batched products) must give the same output and the
+same gradients as softmax(q k^T / sqrt) -> dropout -> @ v written out with autograd, up to float
+rounding, with the very dropout mask the kernel drew.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tabrepro.nn import kernels
+from tabrepro.nn.dropout import DropoutSource, keep_mask
+
+P_DROPOUT = 0.1
+SCALE = 0.3
+
+
+def _packed_heads(n: int, length: int, heads: int, head_dim: int, seed: int = 0) -> torch.Tensor:
+    """A packed QKV tensor as the NPT block makes it: (n, L, 3 * heads * head_dim)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(n, length, 3 * heads * head_dim, generator=generator).requires_grad_()
+
+
+def _split(qkv: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n, length, width = qkv.shape
+    q, k, v = qkv.view(n, length, 3, heads, width // (3 * heads)).permute(2, 0, 3, 1, 4).unbind(0)
+    return q, k, v
+
+
+def _source(seed: int = 1) -> DropoutSource:
+    source = DropoutSource()
+    source.generator = torch.Generator().manual_seed(seed)
+    return source
+
+
+def _reference(q, k, v, keep):
+    weights = torch.softmax((q * SCALE) @ k.transpose(-2, -1), dim=-1)
+    return (weights * keep / (1.0 - P_DROPOUT)) @ v
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (569, 31, 8, 4),  # attention between attributes: thousands of tiny matrices
+        (1, 200, 8, 24),  # attention between datapoints: a few large matrices (oneDNN)
+        (3, 50, 2, 16),  # few matrices
+    ],
+    ids=["many-tiny", "few-large", "few-small"],
+)
+@pytest.mark.parametrize("onednn", [True, False], ids=["onednn", "plain"])
+def test_attention_with_dropout_matches_autograd_attention(shape, onednn):
+    n, length, heads, head_dim = shape
+    ours_input = _packed_heads(*shape)
+    reference_input = ours_input.detach().clone().requires_grad_()
+    upstream = torch.randn(n, heads, length, head_dim, generator=torch.Generator().manual_seed(2))
+
+    out = kernels.attention(*_split(ours_input, heads), SCALE, P_DROPOUT, _source(), onednn)
+    keep = keep_mask((n, heads, length, length), P_DROPOUT, _source(), torch.device("cpu")).float()
+    expected = _reference(*_split(reference_input, heads), keep)
+    assert 0.0 < keep.mean() < 1.0
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+
+    (out * upstream).sum().backward()
+    (expected * upstream).sum().backward()
+    torch.testing.assert_close(ours_input.grad, reference_input.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_without_dropout_is_scaled_dot_product_attention():
+    q, k, v = _split(_packed_heads(4, 10, 2, 8), 2)
+    out = kernels.attention(q, k, v, SCALE, 0.0, _source())
+    expected = torch.softmax((q * SCALE) @ k.transpose(-2, -1), dim=-1) @ v
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
