@@ -28,6 +28,7 @@ from typing import Any
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import FETCH_STATUS_FILE, METRICS_FILE, SCORECARD_FILES, SCORECARD_SUMMARY_FILE
+from tabrepro.readme_blocks import ReadmeBlockError, replace_block
 
 RECORDS_DIR = Path("docs") / "records"
 RECORD_FILE = "record.json"
@@ -238,23 +239,10 @@ def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) 
     return "\n".join(lines)
 
 
-def _split_readme(text: str, readme: Path) -> tuple[str, str]:
-    if text.count(README_BEGIN) != 1 or text.count(README_END) != 1:
-        raise RecordError(f"{readme}: needs exactly one `{README_BEGIN}` ... `{README_END}` block")
-    head, rest = text.split(README_BEGIN)
-    _, tail = rest.split(README_END)
-    return head, tail
-
-
 def update_readme(readme: Path, records_dir: Path = RECORDS_DIR, *, check: bool = False) -> bool:
     """Rewrite the README's records block; with check, only report whether it is current."""
-    readme = Path(readme)
-    text = readme.read_text(encoding="utf-8")
-    head, tail = _split_readme(text, readme)
-    fresh = head + render_block(read_records(records_dir), readme.parent) + tail
-    if fresh == text:
-        return True
-    if check:
-        return False
-    atomic_write(readme, fresh)
-    return True
+    block = render_block(read_records(records_dir), Path(readme).parent)
+    try:
+        return replace_block(readme, block, README_BEGIN, README_END, check=check)
+    except ReadmeBlockError as error:
+        raise RecordError(str(error)) from error

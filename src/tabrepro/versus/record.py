@@ -11,15 +11,13 @@ ISA limits, the load and the commit beside every table. A test keeps block and f
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tabrepro.errors import InputError
-from tabrepro.io import atomic_write
+from tabrepro.readme_blocks import block_main, replace_block
 
 __all__ = ["README_BEGIN", "README_END", "render_block", "update_readme", "main"]
 
@@ -83,37 +81,18 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
 
 def update_readme(readme: Path, paths: Sequence[Path], *, check: bool = False) -> bool:
     """Rewrite the README's versus block; with check, only say whether it is current."""
-    text = readme.read_text(encoding="utf-8")
-    if text.count(README_BEGIN) != 1 or text.count(README_END) != 1:
-        raise InputError(f"{readme}: needs exactly one `{README_BEGIN}` ... `{README_END}` block")
-    head, rest = text.split(README_BEGIN)
-    _, tail = rest.split(README_END)
-    fresh = head + render_block(paths, readme.parent) + tail
-    if fresh == text:
-        return True
-    if not check:
-        atomic_write(readme, fresh)
-    return not check
+    return replace_block(readme, render_block(paths, Path(readme).parent), README_BEGIN, README_END, check=check)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return block_main(
+        argv,
         prog="python -m tabrepro.versus.record",
         description="Render the README's side-by-side speed block from committed tabrepro.versus JSON runs.",
+        runs_help="JSON files written by python -m tabrepro.versus --json",
+        update=lambda readme, runs, check: update_readme(readme, runs, check=check),
+        what="side-by-side speed",
     )
-    parser.add_argument("runs", nargs="+", type=Path, help="JSON files written by python -m tabrepro.versus --json")
-    parser.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default %(default)s)")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the block is stale; change nothing")
-    args = parser.parse_args(argv)
-    try:
-        current = update_readme(args.readme, args.runs, check=args.check)
-    except (InputError, OSError, KeyError, json.JSONDecodeError) as error:
-        print(f"{parser.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
-    if args.check and not current:
-        print(f"{args.readme}: the side-by-side speed block is stale; rerun without --check", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

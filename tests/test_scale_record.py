@@ -1,0 +1,77 @@
+"""The README's full-size table is generated from the committed scale-bench runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tabrepro.readme_blocks import replace_block
+from tabrepro.scale import record
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = sorted((ROOT / "docs" / "scale").glob("bench-*.json"))
+
+
+def _run(tmp_path: Path, name: str, records: list[dict], rows_scale: float = 1.0) -> Path:
+    machine = {"cpu": "Some CPU", "isa": "AVX2", "cores": 2, "memory_mb": 24576, "commit": "b" * 40}
+    payload = {"rows_scale": rows_scale, "threads": 1, "stage_timeout_s": 60.0, "machine": machine}
+    path = tmp_path / name
+    path.write_text(json.dumps({**payload, "records": records}))
+    return path
+
+
+def _stage(dataset, stage, model=None, status="ok", wall=10.0, peak_mb=1024.0):
+    return {
+        "dataset": dataset,
+        "rows": 1000,
+        "stage": stage,
+        "model": model,
+        "status": status,
+        "wall_s": wall,
+        "peak_rss_mb": peak_mb,
+        "tree_peak_rss_mb": peak_mb / 2,
+    }
+
+
+def test_the_readme_scale_block_is_generated_from_the_committed_runs():
+    assert RUNS, "no committed scale-bench run under docs/scale"
+    block = record.render_block(RUNS, ROOT)
+    assert replace_block(ROOT / "README.md", block, record.README_BEGIN, record.README_END, check=True), (
+        "README's scale block is stale: python -m tabrepro.scale.record docs/scale/bench-*.json"
+    )
+
+
+def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path):
+    first = _run(
+        tmp_path,
+        "a.json",
+        [
+            _stage("higgs", "generate"),
+            _stage("higgs", "prepare", wall=100.0, peak_mb=2048.0),
+            _stage("higgs", "train-config", "npt", status="timeout", wall=60.0, peak_mb=20 * 1024.0),
+        ],
+    )
+    second = _run(tmp_path, "b.json", [_stage("income", "prepare", wall=5.0), _stage("income", "train", "knn")])
+    block = record.render_block([first, second], tmp_path)
+    lines = block.splitlines()
+    assert lines[0] == record.README_BEGIN and lines[-1] == record.README_END
+    assert "| stage | higgs (1,000 rows) | income (1,000 rows) |" in block
+    assert "| prepare | 100 s, 2.0 GiB | 5 s, 1.0 GiB |" in block
+    assert "| npt train-config | timeout after 60 s, 20.0 GiB (over 16 GiB) | not run |" in block
+    assert "| knn train | not run | 10 s, 1.0 GiB |" in block
+    assert "| generate |" not in block and "Some CPU (AVX2)" in block and "bbbbbbbbbbbb" in block
+
+
+def test_a_reduced_run_is_refused_and_a_readme_without_markers_named(tmp_path, capsys):
+    reduced = _run(tmp_path, "small.json", [_stage("higgs", "prepare")], rows_scale=0.01)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{record.README_BEGIN}\n{record.README_END}\n")
+    assert record.main([str(reduced), "--readme", str(readme)]) == 2
+    assert "not a full-size run" in capsys.readouterr().err
+    full = _run(tmp_path, "full.json", [_stage("higgs", "prepare")])
+    assert record.main([str(full), "--readme", str(readme), "--check"]) == 1  # stale, unchanged
+    assert record.main([str(full), "--readme", str(readme)]) == 0
+    assert record.main([str(full), "--readme", str(readme), "--check"]) == 0
+    readme.write_text("no markers\n")
+    assert record.main([str(full), "--readme", str(readme)]) == 2
+    assert "needs exactly one" in capsys.readouterr().err
