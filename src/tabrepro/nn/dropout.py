@@ -10,12 +10,12 @@ training step.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
 
-__all__ = ["DropoutSource", "DropoutGeneratorMixin", "keep_mask", "dropout_mask", "dropout"]
+__all__ = ["DropoutSource", "DropoutGeneratorMixin", "keep_mask", "dropout_mask", "dropout", "recomputed"]
 
 
 class DropoutSource:
@@ -82,3 +82,34 @@ def dropout(x: Tensor, p: float, training: bool, source: DropoutSource | None = 
     if not training or p == 0.0:
         return x
     return x * dropout_mask(x, p, source)
+
+
+def recomputed(function: Callable[[Tensor], Tensor], x: Tensor, source: DropoutSource) -> Tensor:
+    """function(x) whose activations are not kept for the backward pass but recomputed there.
+
+    torch.utils.checkpoint replays torch's global generator only; the dropout of our networks
+    draws from `source`'s generator, so its state before the forward call is kept and set again
+    for the recomputation (and the state the forward pass left is restored after it). The
+    recomputed activations, and so the gradients, are the forward pass's own, bit for bit.
+    """
+    from torch.utils.checkpoint import checkpoint  # only where a network asks for recomputation
+
+    generator = source.generator
+    if generator is None:  # dropout draws from torch's global generator, which checkpoint replays
+        return checkpoint(function, x, use_reentrant=False, preserve_rng_state=True)
+    before = generator.get_state()
+    calls = 0
+
+    def replay(inputs: Tensor) -> Tensor:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # the forward pass
+            return function(inputs)
+        after = generator.get_state()
+        generator.set_state(before)
+        try:
+            return function(inputs)
+        finally:
+            generator.set_state(after)
+
+    return checkpoint(replay, x, use_reentrant=False, preserve_rng_state=False)

@@ -1,6 +1,7 @@
 """Capacity benchmark: the largest full-batch table whose NPT training step fits in a memory budget.
 
     python -m tabrepro.npt.capacity [--memory-gb 24] [--variants npt npt_isab] [--time-rows 569 5000]
+                                    [--recompute-blocks]
 
 Each probe trains one full-batch step (forward, loss, backward, LAMB + Lookahead; the same
 `NPTTrainer.train_step` as training) on random data of `rows` x `--features` continuous
@@ -32,8 +33,8 @@ __all__ = ["probe", "largest_rows", "main"]
 VARIANTS = {"npt": {}, "npt_isab": {"datapoint_attention": "isab"}}
 
 
-def _step_config(variant: str, embed_dim: int, n_inducing: int) -> dict[str, Any]:
-    extra = dict(VARIANTS[variant])
+def _step_config(variant: str, embed_dim: int, n_inducing: int, recompute_blocks: bool = False) -> dict[str, Any]:
+    extra = dict(VARIANTS[variant], recompute_blocks=recompute_blocks)
     if variant == "npt_isab":
         extra["n_inducing"] = n_inducing
     return {
@@ -144,10 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3, help="timed steps per --time-rows size")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--skip-capacity", action="store_true", help="only the seconds per step")
+    parser.add_argument(
+        "--recompute-blocks",
+        action="store_true",
+        help="recompute each block's activations in the backward pass (NPTConfig.recompute_blocks)",
+    )
     args = parser.parse_args(argv)
     print(f"{platform.processor() or platform.machine()}, python {platform.python_version()}", flush=True)
     for variant in args.variants:
-        config = _step_config(variant, args.embed_dim, args.n_inducing)
+        config = _step_config(variant, args.embed_dim, args.n_inducing, args.recompute_blocks)
         for rows in args.time_rows:
             ok, payload = probe(config, rows, args.features, memory_gb=None, steps=args.steps, threads=args.threads)
             if ok:

@@ -52,6 +52,11 @@ class NPTConfig(ConfigDictMixin):
     # Implementation only: fp32 Linear layers on CPU through oneDNN instead of MKL (same math,
     # ~2x faster on AMD CPUs, last-bit differences). See model.Linear.
     onednn_linear: bool = True
+    # Implementation only: keep only each block's input for the backward pass and recompute the
+    # block's activations there, replaying its dropout masks (tabrepro.nn.dropout.recomputed).
+    # Same results; about a third more compute for several times less activation memory, so
+    # larger full-batch tables fit (python -m tabrepro.npt.capacity --recompute-blocks).
+    recompute_blocks: bool = False
 
     # ---------------------------------------------------------------- masking / objective
     p_feature: float = 0.15  # stochastic feature masking rate

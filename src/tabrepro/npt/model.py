@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tabrepro.features import Feature
-from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout
+from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, recomputed
 from tabrepro.nn.kernels import Linear, attention, linear
 from tabrepro.npt.config import NPTConfig
 
@@ -234,11 +234,11 @@ class NPTNetwork(DropoutGeneratorMixin, nn.Module):
         h = h + (self.index_embedding(self._index_ids) + self.type_embedding(self._type_ids))
         h = dropout(h, self.config.embedding_dropout, self.training, self.dropout_source)
 
+        recompute = self.config.recompute_blocks and self.training and torch.is_grad_enabled()
         for kind, block in zip(self.block_kinds, self.blocks):
-            if kind == "abd":
-                h = block(h.reshape(1, n, d * e)).reshape(n, d, e)
-            else:
-                h = block(h)
+            x = h.reshape(1, n, d * e) if kind == "abd" else h
+            x = recomputed(block, x, self.dropout_source) if recompute else block(x)
+            h = x.reshape(n, d, e)
 
         h = dropout(h, self.config.embedding_dropout, self.training, self.dropout_source)
         # unbind (not h[:, j]): its backward stacks the d gradients instead of filling a full-size
