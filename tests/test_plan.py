@@ -283,3 +283,23 @@ def test_measured_jobs_are_read_with_their_regenerated_candidates(tmp_path):
         TableShape(569, 399, 114, 56, 30, 30, 2),
     )
     assert jobs[0].terms == pytest.approx(one.terms) and n_configs > 1
+
+
+def test_npt_memory_counts_its_parameters_and_their_optimiser_copies():
+    """A wide table makes NPT's parameters, not its activations, the memory: Income's 42
+    attributes at e = 128 give ~1.5 B parameters, six fp32 copies of which are ~34 GiB."""
+    import torch
+
+    from tabrepro.costmodel import npt_parameters
+    from tabrepro.features import categorical, continuous
+    from tabrepro.npt import NPTConfig, NPTNetwork
+
+    config = {"embed_dim": 16, "n_layers": 4, "n_heads": 4}
+    attributes = [continuous() for _ in range(9)] + [categorical(2)]
+    with torch.device("meta"):
+        network = NPTNetwork(attributes, NPTConfig(**config, device="cpu"))
+    actual = sum(p.numel() for p in network.parameters())
+    assert abs(npt_parameters(config, len(attributes)) - actual) < 0.02 * actual
+    income = _shape(299_285, width=41)
+    state_gib = memory_terms("npt", {"embed_dim": 128, "n_layers": 8, "batch_size": 2048}, income)["state"] / 1024
+    assert 30 < state_gib < 40

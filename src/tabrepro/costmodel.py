@@ -174,6 +174,21 @@ def npt_step_flops(config: Mapping[str, Any], n_attributes: int, rows: int) -> f
     return abd * per_abd + aba * per_aba
 
 
+# fp32 copies NPT's training holds of each parameter: the weights, their gradients, LAMB's two
+# moments, Lookahead's slow weights and the best weights kept for model selection.
+NPT_BYTES_PER_PARAMETER = 4 * 6
+
+
+def npt_parameters(config: Mapping[str, Any], n_attributes: int) -> float:
+    """NPT's parameters, about: each block holds 13 width^2 weights (QKV 3, output 1, residual 1,
+    rFF 4 + 4); ABD blocks are n_attributes x e wide, ABA blocks e wide. Wide tables make this
+    large: 42 attributes at e = 128 (Income) give 4 ABD blocks of width 5,376, about 1.5 B."""
+    e = float(_get(config, "embed_dim", 64))
+    layers = int(_get(config, "n_layers", 8))
+    abd, aba = (layers + 1) // 2, layers // 2
+    return 13 * (abd * (n_attributes * e) ** 2 + aba * e**2)
+
+
 def bishop_sample_flops(config: Mapping[str, Any], n_features: int) -> float:
     """Forward flops of one BiSHop sample: patch tokens per feature through H encoder levels (each
     merging r patches) of column- and row-wise blocks, and the decoder's S decoded tokens.
@@ -336,7 +351,11 @@ def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> di
         heads = float(_get(config, "n_heads", 8))
         abd = (int(_get(config, "n_layers", 8)) + 1) // 2
         width = (shape.n_features + 1) * float(_get(config, "embed_dim", 64))
-        state = (abd * heads * batch * batch * 4 * 3 + batch * width * 4 * 40) / 2**20
+        abd_attention = abd * heads * batch * batch * 4 * 3
+        activations = batch * width * 4 * 40
+        state = (
+            abd_attention + activations + npt_parameters(config, shape.n_features + 1) * NPT_BYTES_PER_PARAMETER
+        ) / 2**20
     elif family in ("tabnet", "torch_mlp", "bishop"):
         batch = float(_get(config, "batch_size", 1024 if family == "tabnet" else 512 if family == "torch_mlp" else 32))
         state = batch * shape.width * 4 * 64 / 2**20
