@@ -136,6 +136,8 @@ class Bench:
     """Runs the stages of one benchmark invocation and collects their records."""
 
     def __init__(self, args: argparse.Namespace) -> None:
+        # what ran, taken once: a long run outlives commits made meanwhile in the same checkout
+        self.machine = _machine()
         self.args = args
         self.work = Path(args.work).resolve()
         self.data_dir = self.work / "data"
@@ -324,7 +326,7 @@ class Bench:
             "threads": self.args.threads,
             "seed": self.args.seed,
             "stage_timeout_s": self.args.stage_timeout,
-            "machine": _machine(),
+            "machine": self.machine,
             "records": [asdict(r) for r in self.records],
         }
         write_json(Path(self.args.json), payload, indent=1, sort_keys=False)
