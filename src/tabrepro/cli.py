@@ -300,8 +300,16 @@ def cmd_tables(args: argparse.Namespace) -> None:
         print(path)
 
 
+def _has_plan_block(readme: Path) -> bool:
+    from tabrepro.plan import README_BEGIN
+
+    return README_BEGIN in Path(readme).read_text(encoding="utf-8")
+
+
 def cmd_record(args: argparse.Namespace) -> None:
-    """Snapshot a run (with NAME), then regenerate the README's records block and the audit table."""
+    """Snapshot a run (with NAME), then regenerate the README's records and plan blocks and the
+    audit table."""
+    from tabrepro.plan import update_readme as update_plan_block
     from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
     from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
 
@@ -311,6 +319,8 @@ def cmd_record(args: argparse.Namespace) -> None:
         problems = update_audit(**audit, check=True)
         if not update_readme(args.readme, audit["records_dir"], check=True):
             problems.insert(0, f"{args.readme}: the records block is stale; run `tabrepro record` to regenerate it")
+        if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
+            problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
         print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
@@ -332,6 +342,8 @@ def cmd_record(args: argparse.Namespace) -> None:
         )
         print(f"{target}: recorded")
     update_readme(args.readme, audit["records_dir"])
+    if _has_plan_block(args.readme):  # the compute plan is calibrated on the records
+        update_plan_block(args.readme)
     for problem in update_audit(**audit):
         print(f"tabrepro record: warning: {problem}", file=sys.stderr)
     print(f"{args.readme} and {audit['doc']} regenerated from the records")

@@ -339,10 +339,12 @@ def _npt_terms(config: Mapping[str, Any], shape: TableShape) -> dict[str, float]
 
 
 def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> dict[str, float]:
-    """Memory units (MiB) of one fit: the table as loaded and encoded, and the model's own state."""
+    """Memory units (MiB) of one fit: the table as loaded and encoded, the model's own state, and
+    `held`: bytes known exactly (NPT's parameters and their optimiser copies), which calibration
+    does not scale: a fit on small jobs must not shrink the one term that dominates a large one."""
     table = shape.n_rows * (8.0 * shape.n_features + 4.0 * shape.width * 2) / 2**20
     family = family_of(model)
-    state = 0.0
+    state = held = 0.0
     if family == "random_forest":  # fully grown trees: about one node per training row
         state = float(_get(config, "n_estimators", 100)) * shape.n_train * (64 + 8 * shape.outputs) / 2**20
     elif family == "npt":
@@ -353,15 +355,14 @@ def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> di
         width = (shape.n_features + 1) * float(_get(config, "embed_dim", 64))
         abd_attention = abd * heads * batch * batch * 4 * 3
         activations = batch * width * 4 * 40
-        state = (
-            abd_attention + activations + npt_parameters(config, shape.n_features + 1) * NPT_BYTES_PER_PARAMETER
-        ) / 2**20
+        state = (abd_attention + activations) / 2**20
+        held = npt_parameters(config, shape.n_features + 1) * NPT_BYTES_PER_PARAMETER / 2**20
     elif family in ("tabnet", "torch_mlp", "bishop"):
         batch = float(_get(config, "batch_size", 1024 if family == "tabnet" else 512 if family == "torch_mlp" else 32))
         state = batch * shape.width * 4 * 64 / 2**20
     elif family == "knn":
         state = shape.n_train * shape.width * 8 / 2**20
-    return {"table": table, "state": state}
+    return {"table": table, "state": state, "held": held}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -416,9 +417,10 @@ def job_terms(
         raise ValueError(f"unknown job kind {kind!r}")
     if kind != "select" or repeats > 1:
         states = [memory_terms(model, c, shape) for c in configs]
-        memory.update({"table": states[0]["table"], "state": max(s["state"] for s in states)})
+        largest = max(states, key=lambda s: s["state"] + s["held"])
+        memory.update({"table": states[0]["table"], "state": largest["state"], "held": largest["held"]})
     else:
-        memory.update({"table": memory_terms(model, configs[0], shape)["table"], "state": 0.0})
+        memory.update({"table": memory_terms(model, configs[0], shape)["table"], "state": 0.0, "held": 0.0})
     return JobWork(terms, memory, n_fits)
 
 
@@ -466,19 +468,26 @@ class Calibration:
     n_jobs: dict[str, int] = field(default_factory=dict)
 
 
-def _fit_log(rows: np.ndarray, targets: np.ndarray, prior: np.ndarray) -> np.ndarray:
+def _fit_log(
+    rows: np.ndarray, targets: np.ndarray, prior: np.ndarray, at_least: np.ndarray | None = None
+) -> np.ndarray:
     """Positive weights w minimising sum(log(rows @ w / t)^2) + PRIOR_WEIGHT^2 * sum(log(w / prior)^2).
 
     The error is a log-ratio, the quantity "within 3x" is about; the prior term only decides
-    weights the measurements leave free (a term no measured job exercises keeps its prior)."""
+    weights the measurements leave free (a term no measured job exercises keeps its prior).
+    Targets marked `at_least` are lower bounds (a job stopped at its time limit had reached that
+    peak): only an estimate below them counts as an error."""
     from scipy.optimize import least_squares
 
     used = rows.sum(axis=0) > 0
     log_prior = np.log(prior)
+    bounded = np.zeros(len(targets), dtype=bool) if at_least is None else np.asarray(at_least, dtype=bool)
 
     def residuals(theta: np.ndarray) -> np.ndarray:
         predicted = rows @ np.exp(theta)
-        return np.concatenate([np.log(np.maximum(predicted, 1e-12) / targets), PRIOR_WEIGHT * (theta - log_prior)])
+        errors = np.log(np.maximum(predicted, 1e-12) / targets)
+        errors = np.where(bounded, np.minimum(errors, 0.0), errors)
+        return np.concatenate([errors, PRIOR_WEIGHT * (theta - log_prior)])
 
     start = log_prior.copy()
     scale = np.median(targets / np.maximum(rows @ prior, 1e-12))  # one common factor first
@@ -512,7 +521,11 @@ def calibrate(measured: Iterable[MeasuredJob]) -> Calibration:
         else:
             calibration.runtime[family] = dict(prior)
         mem_rows = np.array([[j.memory.get(n, 0.0) for n in mem_names] for j in jobs])
-        mem_weights = _fit_log(mem_rows, np.array([j.peak_mb for j in jobs]), mem_prior)
+        # the held bytes are exact: the fitted terms explain what is left of each peak (at least
+        # a tenth of it, so a job whose estimate overshoots still pulls its weights down)
+        rest = np.array([max(j.peak_mb - j.memory.get("held", 0.0), 0.1 * j.peak_mb) for j in jobs])
+        stopped = np.array([j.wall_s is None for j in jobs])
+        mem_weights = _fit_log(mem_rows, rest, mem_prior, at_least=stopped)
         calibration.memory[family] = dict(zip(mem_names, mem_weights.tolist()))
     return calibration
 
@@ -539,4 +552,5 @@ class CostModel:
 
     def peak_mb(self, family: str, memory: Mapping[str, float]) -> float:
         weights = self.calibration.memory[family]
-        return float(sum(weights.get(name, 0.0) * value for name, value in memory.items()))
+        fitted = sum(weights.get(name, 0.0) * value for name, value in memory.items() if name != "held")
+        return float(fitted + memory.get("held", 0.0))
