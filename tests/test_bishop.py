@@ -418,6 +418,28 @@ def test_learns_a_toy_classification_task():
     assert len(result.history) == result.epochs
 
 
+def test_batches_per_epoch_caps_the_steps_of_every_epoch(monkeypatch):
+    """A benchmark on millions of rows runs a few steps per epoch; without the cap every row is
+    seen once per epoch; a cap of zero is refused."""
+    data = toy_data(240)
+    train, val, _ = split(data, 200, 40)
+    steps: list[int] = []
+    original = BiSHopTrainer.train_step
+
+    def counting(self, rows):
+        steps.append(rows.numel())
+        return original(self, rows)
+
+    monkeypatch.setattr(BiSHopTrainer, "train_step", counting)
+    for cap, expected in ((None, [32] * 6 + [8]), (2, [32, 32])):
+        steps.clear()
+        config = tiny(max_epochs=1, batches_per_epoch=cap)
+        BiSHopTrainer(config, "classification", cardinalities=(3,), n_numerical=3, n_classes=2).fit(train, val)
+        assert steps == expected
+    with pytest.raises(ValueError, match="batches_per_epoch"):
+        tiny(batches_per_epoch=0)
+
+
 def test_regression_trains_on_the_standardised_target():
     data = toy_data(160, classification=False)
     train, val, test = split(data, 100, 30)

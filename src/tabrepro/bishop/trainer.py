@@ -233,7 +233,7 @@ class BiSHopTrainer(ResumableTrainer):
         assert self.train_data is not None
         generator = torch.Generator().manual_seed(self._seed("epoch", epoch))
         order = torch.randperm(len(self.train_data), generator=generator).to(self.device)
-        return list(torch.split(order, self.config.batch_size))
+        return list(torch.split(order, self.config.batch_size))[: self.config.batches_per_epoch]
 
     def train_step(self, rows: Tensor) -> float:
         """One optimiser step on the given training rows; returns the batch loss."""

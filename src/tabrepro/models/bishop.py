@@ -58,6 +58,7 @@ class BiSHopModel(PaperNetworkModel):
             "lr_patience": (0, None, "both"),
             "grad_clip_norm": (0.0, None, "neither"),
             "shared_embed_dim": (0, None, "both"),
+            "batches_per_epoch": positive,
         }
         return cls._network_hyperparameters(ranges)
 

@@ -7,7 +7,7 @@
 A script that prints figures, not a timed test. For each stand-in (tabrepro.scale.standins) it
 runs, each in its own process through the project's own CLI (`python -m tabrepro ...`), so the
 real code paths are measured: `prepare`, `split`, and one train job per model family at a tiny
-budget (one configuration; a few trees, one epoch or a few steps), which still loads the whole
+budget (one configuration; a few trees, one epoch, a few NPT steps, 50 BiSHop batches), which still loads the whole
 table, encodes it, and scores the full validation and test sets. NPT and BiSHop run as the
 workflow runs them (`train-config`, then `select`). Per stage it reports the wall time and the
 peak resident memory of the stage's process (ru_maxrss from wait4) and of its process tree
@@ -71,7 +71,7 @@ TINY_BUDGETS: dict[str, dict[str, Any]] = {
     "mlp": {"max_epochs": 1, "patience": 1},
     "tabnet": {"max_epochs": 1, "patience": 1},
     "npt": {"max_steps": 2, "checkpoint_every_steps": 1000},
-    "bishop": {"max_epochs": 1, "checkpoint_every_epochs": 1},
+    "bishop": {"max_epochs": 1, "batches_per_epoch": 50, "checkpoint_every_epochs": 1},  # HIGGS: 287k
 }
 BISHOP_SPACE = {"n_configs": 1, "params": {"checkpoint_every_epochs": 1}}  # the thesis' §4.1 default
 
