@@ -407,3 +407,51 @@ def test_forcerun_of_one_target_submits_exactly_one_job(live):
         f"\nsingle-target rerun: {len(submitted)} Slurm job ({seconds:.0f} s):",
         next(text for text in output.splitlines() if "has been submitted with SLURM jobid" in text).strip(),
     )
+
+
+def sized_profile(raw: dict) -> None:
+    """Random Forest on breast cancer (569 rows) and Protein (45,730), one configuration, the
+    memory and runtime floors lowered so that the requests show the cost model's estimates."""
+    raw["profiles"]["slurm_sized"] = tiny_profile(
+        ["random_forest"],
+        ["breast_cancer", "protein"],
+        description="live Slurm test: requests follow the dataset's size",
+        resources={"training": {"memory_floor_mb": 1, "runtime_floor_min": 1}},
+    )
+    raw["profile"] = "slurm_sized"
+
+
+def test_a_large_dataset_job_asks_slurm_for_more_than_a_small_one(cluster, shared_data_server, tmp_path_factory):
+    """Issue 13: the training rules' requests come from the compute plan, per dataset size. Protein
+    is fetched from the offline copies through the mirror option, as a user without network would."""
+    from tabrepro.config import MIRROR_ENV
+
+    work = copy_workflow(tmp_path_factory.mktemp("live_sized"), sized_profile, with_profiles=True)
+    os.symlink(os.readlink(REPO / "slurm"), work / "slurm")
+    targets = [f"results/npt/{dataset}/random_forest/fold0/metrics.json" for dataset in ("breast_cancer", "protein")]
+    env = {**cluster.env(), MIRROR_ENV: shared_data_server.url}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(SNAKEMAKE), "--profile", "slurm", *FAST, "--verbose", *targets],
+        cwd=work,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    train = {
+        dataset: next(j for j in cluster.jobs() if j.rule == "train" and f"_{dataset}_random_forest_" in j.comment)
+        for dataset in ("breast_cancer", "protein")
+    }
+    small, large = (slurm_mb(train[d].get("MinMemoryNode")) for d in ("breast_cancer", "protein"))
+    small_min, large_min = (slurm_minutes(train[d].get("TimeLimit")) for d in ("breast_cancer", "protein"))
+    assert large > 2 * small, (small, large)
+    assert large_min >= small_min, (small_min, large_min)
+    for target in targets:
+        assert json.loads((work / target).read_text())["metrics"]["test"]
+    print(
+        f"\nsized requests ({time.monotonic() - started:.0f} s): breast cancer {small} MB / {small_min} min, "
+        f"Protein {large} MB / {large_min} min"
+    )
