@@ -40,7 +40,11 @@ class _FakeParams:
     def jobs(self):
         from tabrepro.config import Job
 
-        return [Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "knn", 1)]
+        return [
+            Job("npt", "breast_cancer", "knn", 0),
+            Job("npt", "breast_cancer", "knn", 1),
+            Job("npt", "boston", "knn", 0),
+        ]
 
     @property
     def layout(self):
@@ -87,8 +91,10 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     assert not (target / "results/npt/breast_cancer/knn/fold1").exists()  # that job never ran
     assert (target / "results/tables/npt/table10.md").read_text() == "| t |"
     record = json.loads((target / "record.json").read_text())
-    assert record["results"] == 1 and record["jobs"] == 2 and record["hardware"] == ["Test CPU (AVX2)"]
+    assert record["results"] == 1 and record["jobs"] == 3 and record["hardware"] == ["Test CPU (AVX2)"]
+    assert record["unobtainable_jobs"] == 1  # boston's job; breast cancer fold 1 simply did not run
     block = render_block(read_records(tmp_path / "records"), tmp_path)
+    assert "1 of 3 jobs' results (1 more on datasets not obtainable here; 1 not run)" in block
     assert "| npt | all | 1 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
     assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
 

@@ -74,11 +74,13 @@ def snapshot(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
-        commits, hardware, wall, n_results = set(), set(), 0.0, 0
+        commits, hardware, wall, n_results, n_unobtainable = set(), set(), 0.0, 0, 0
+        unobtainable = json.loads((scorecard / SCORECARD_SUMMARY_FILE).read_text(encoding="utf-8")).get("unobtainable")
         jobs = params.jobs()
         for job in jobs:
             metrics = params.layout.job_metrics.path(job)
             if not metrics.is_file():
+                n_unobtainable += job.dataset in (unobtainable or {}).get(job.paper, {})
                 continue
             result = json.loads(metrics.read_text(encoding="utf-8"))
             provenance = result.get("provenance") or {}
@@ -106,6 +108,7 @@ def snapshot(
             "hardware": sorted(hardware),
             "jobs": len(jobs),
             "results": n_results,
+            "unobtainable_jobs": n_unobtainable,  # jobs without results whose dataset could not be fetched
             "job_wall_time_s": round(wall, 1),
             "workflow_wall_time_s": workflow_wall_time_s,
         }
@@ -209,6 +212,15 @@ def _counts_rows(summary: dict[str, Any]) -> Iterable[str]:
             )
 
 
+def _without(record: dict[str, Any]) -> str:
+    """What the jobs without results are: on datasets not obtainable here, or not run (yet)."""
+    if "unobtainable_jobs" not in record:  # a record taken before this was counted
+        return ""
+    unobtainable = record["unobtainable_jobs"]
+    missing = record["jobs"] - record["results"] - unobtainable
+    return f" ({unobtainable} more on datasets not obtainable here; {missing} not run)"
+
+
 def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) -> str:
     """The README block: per record, what ran where, the scorecard counts and links."""
     lines = [README_BEGIN]
@@ -220,7 +232,7 @@ def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) 
         lines += [
             "",
             f"**Record `{record['name']}`** (profile `{record['profile']}`): {record['results']} of "
-            f"{record['jobs']} jobs' results; code {commits or 'unknown'}; "
+            f"{record['jobs']} jobs' results{_without(record)}; code {commits or 'unknown'}; "
             f"{'; '.join(record['hardware']) or 'hardware not recorded'}; "
             f"workflow wall time {_minutes(record.get('workflow_wall_time_s'))}, "
             f"{_minutes(record['job_wall_time_s'])} of job time. "
