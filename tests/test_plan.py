@@ -349,3 +349,13 @@ def test_readme_plan_block_check_fails_when_stale(tmp_path):
     assert main(["--readme", str(readme), "--check"]) == 0
     readme.write_text("no markers\n")
     assert main(["--readme", str(readme)]) == 2
+
+
+def test_every_registered_model_has_a_cost_family():
+    """A model the cost model does not know cannot be sized, so no profile could run it under
+    plan sizing (NPT-ISAB's jobs once failed at submission with KeyError: 'npt_isab')."""
+    from tabrepro.costmodel import RUNTIME_PRIORS, family_of
+    from tabrepro.models.registry import MODEL_NAMES
+
+    assert {family_of(name) for name in MODEL_NAMES} <= set(RUNTIME_PRIORS)
+    assert family_of("npt_isab") == "npt" and family_of("bishop_attention") == "bishop"

@@ -145,3 +145,20 @@ def test_a_paper_dry_run_asks_more_for_a_large_dataset_than_for_a_small_one(tmp_
             )
     small, large = requested["breast_cancer"], requested["higgs"]
     assert large[0] > small[0] and large[1] > small[1] and large[2] > small[2], requested
+
+
+@pytest.mark.parametrize("profile", sorted(yaml.safe_load(PARAMS.read_text())["profiles"]))
+def test_every_job_of_every_profile_can_be_sized(profile):
+    """Every training job a profile runs gets a request (a model unknown to the cost model once
+    stopped the isab profile's NPT-ISAB jobs at submission)."""
+    params = Params.from_file(PARAMS, profile=profile)
+    sizer = _sizer(params)
+    from tabrepro.models.registry import get_model_class
+
+    for job in {(j.paper, j.dataset, j.model) for j in params.jobs()}:
+        paper, dataset, model = job
+        wildcards = {"paper": paper, "dataset": dataset, "model": model, "fold": 0, "config": 0}
+        rules = ("train_config", "select_config") if get_model_class(model).per_config_jobs else ("train",)
+        for rule in rules:
+            request = sizer.request(rule, wildcards)
+            assert request.threads >= 1 and request.mem_mb > 0 and request.runtime_min > 0, (profile, job, rule)

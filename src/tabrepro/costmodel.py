@@ -102,9 +102,11 @@ GPU_FAMILIES = ("tabnet", "torch_mlp", "npt", "bishop")
 
 
 def family_of(model: str) -> str:
-    """A model's cost family; BiSHop's ablations cost what BiSHop costs."""
-    if model.startswith("bishop"):
-        return "bishop"
+    """A model's cost family. Registered variants cost what their base model costs: BiSHop's
+    ablations as BiSHop, NPT-ISAB as NPT (whose n x n attention term overstates ISAB's n x m,
+    so its requests err on the large side)."""
+    if model.startswith(("bishop_", "npt_")):
+        return model.split("_", 1)[0]
     return FAMILIES[model]
 
 
