@@ -355,6 +355,21 @@ def test_an_extension_runs_only_where_a_profile_names_it():
         assert "npt_isab" not in params.all_models("npt")
 
 
+def test_the_cli_takes_an_extension_job_only_where_the_profile_selects_it():
+    """`tabrepro train-config npt breast_cancer npt_isab ...` under the isab profile is a job of the
+    paper (it was refused once, so the isab profile never ran); under quick it is not."""
+    import argparse
+
+    from tabrepro.cli import _job
+
+    args = argparse.Namespace(paper="npt", dataset="breast_cancer", model="npt_isab", fold=3)
+    assert _job(Params.from_file(REPO / "params.yaml", profile="isab"), args) == Job(
+        "npt", "breast_cancer", "npt_isab", 3
+    )
+    with pytest.raises(ParamsError, match="'npt_isab' is not evaluated in paper 'npt'"):
+        _job(Params.from_file(REPO / "params.yaml", profile="quick"), args)
+
+
 @pytest.mark.parametrize(
     "extensions, expected",
     [

@@ -221,7 +221,8 @@ def _job(params: Params, args: argparse.Namespace) -> Job:
     """The job named on the command line, checked against params.yaml."""
     job = Job(args.paper, args.dataset, args.model, args.fold)
     params.dataset_entry(job.paper, job.dataset)
-    if job.model not in params.all_models(job.paper):
+    if job.model not in params.all_models(job.paper) and job.model not in params.selected_models(job.paper):
+        # an extension (e.g. npt_isab) is a job of the paper only where the profile selects it
         raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
     if job.fold not in range(params.n_folds(job.paper, job.dataset)):
         raise ParamsError(
