@@ -114,3 +114,35 @@ def test_repeats_retrain_the_chosen_configuration_with_further_seeds_and_average
     runs = result["test_repeats"]
     assert len(runs) == 3 and len({run["nll"] for run in runs}) > 1  # different seeds, different forests
     assert result["metrics"]["test"]["nll"] == pytest.approx(np.mean([run["nll"] for run in runs]))
+
+
+def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(prepared, monkeypatch):
+    """A search of 24 forests of 1,000 trees once held every fitted model until the end (20 GB on
+    Protein); only the best so far is kept now, and the winner and its test score are unchanged."""
+    import gc
+    import weakref
+
+    import tabrepro.training as training
+
+    tmp_path, _, _, _, _ = prepared
+    raw = yaml.safe_load(write_params(tmp_path, name="leader.yaml").read_text())
+    raw["profiles"][raw["profile"]]["max_configs"] = 4
+    params = Params(raw)
+    job = Job("npt", "breast_cancer", "knn", 0)
+    reference = run_job(params, job, progress=False)
+    alive: list[weakref.ref] = []
+    most = 0
+    original = training._fit_config
+
+    def tracked(*args, **kwargs):
+        nonlocal most
+        gc.collect()
+        most = max(most, sum(ref() is not None for ref in alive))
+        model = original(*args, **kwargs)
+        alive.append(weakref.ref(model))
+        return model
+
+    monkeypatch.setattr(training, "_fit_config", tracked)
+    result = run_job(params, job, progress=False)
+    assert len(alive) == 4 and most <= 1  # before each fit, at most the leader is still alive
+    assert result["selection"] == reference["selection"] and result["metrics"] == reference["metrics"]

@@ -190,6 +190,14 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
     }
 
 
+def _leads(scores: list[float | None], metric: str) -> bool:
+    """Whether the latest score is the best so far (ties go to the earlier one, as in select_best)."""
+    try:
+        return select_best(scores, metric) == len(scores) - 1
+    except ValueError:  # every score so far is NaN
+        return False
+
+
 def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
     """Tune every configuration in this process, score the winner once on test (CPU models)."""
     started = time.perf_counter()
@@ -198,18 +206,20 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     selection_metric = SELECTION_METRIC[data.task]
     va, te = data.split.val, data.split.test
 
-    fitted, val_scores, val_metrics = [], [], []
+    best_so_far: TabularModel | None = None  # only the leader is kept: 24 forests of 1,000 trees do not fit together
+    val_scores, val_metrics = [], []
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
     for i, config in enumerate(tqdm(configs, desc=label, unit="config", disable=not progress)):
         model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
         metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[va]), data.y[va], data.target)
-        fitted.append(model)
         val_metrics.append(metrics)
         val_scores.append(metrics[selection_metric])
-    best = select_best(val_scores, selection_metric)
-    test_runs = [
-        outputs_metrics(data.task, model_outputs(fitted[best], data.task, data.X[te]), data.y[te], data.target)
-    ]
+        if _leads(val_scores, selection_metric):
+            best_so_far = model
+        del model
+    best = select_best(val_scores, selection_metric)  # the last leader: select_best is prefix-consistent
+    assert best_so_far is not None
+    test_runs = [outputs_metrics(data.task, model_outputs(best_so_far, data.task, data.X[te]), data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     return {
         **_record(params, job, data, started, n_jobs),
