@@ -47,8 +47,8 @@ from tabrepro.errors import InputError
 from tabrepro.plan_inputs import (
     DEFAULT_BENCH_DIR,
     DEFAULT_FACTS_FILE,
-    DEFAULT_RESULTS_DIRS,
     DatasetFacts,
+    default_results_dirs,
     facts_snapshot,
     load_measured,
 )
@@ -166,7 +166,7 @@ class Planner:
 def default_planner(
     params: Params,
     *,
-    results_dirs: Sequence[Path] = DEFAULT_RESULTS_DIRS,
+    results_dirs: Sequence[Path] | None = None,
     bench_files: Sequence[Path] | None = None,
     data_dirs: Sequence[Path] = (),
     facts_file: Path | None = DEFAULT_FACTS_FILE,
@@ -176,7 +176,8 @@ def default_planner(
     """A planner calibrated on the committed run records and scale-benchmark results."""
     facts = DatasetFacts([params.data_dir, *data_dirs], facts_file)
     bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
-    measured = load_measured(results_dirs, bench, Path(params_file), facts)
+    dirs = default_results_dirs() if results_dirs is None else results_dirs
+    measured = load_measured(dirs, bench, Path(params_file), facts)
     return Planner(params, CostModel(calibrate(measured), gpu), facts)
 
 
@@ -377,7 +378,7 @@ def run_plan(
         snapshot = facts_snapshot(facts, load_registry(), bench)
         write_json(write_facts, snapshot, indent=1)
         return f"{write_facts}: {len(snapshot['datasets'])} dataset shapes"
-    measured = load_measured([*DEFAULT_RESULTS_DIRS, *measured_dirs], bench, params_file, facts)
+    measured = load_measured([*default_results_dirs(), *measured_dirs], bench, params_file, facts)
     if compare_only:
         return compare(measured, gpu)
     model = CostModel(calibrate(measured), gpu)
@@ -398,7 +399,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
     params = Params.from_file(params_file, profile=profile)
     facts = DatasetFacts([], DEFAULT_FACTS_FILE)
     bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json"))
-    measured = load_measured(DEFAULT_RESULTS_DIRS, bench, params_file, facts)
+    measured = load_measured(default_results_dirs(), bench, params_file, facts)
     model = CostModel(calibrate(measured), DEFAULT_GPU)
     rows = Planner(params, model, facts).rows()
     largest = max(rows, key=lambda r: r.peak_mb)

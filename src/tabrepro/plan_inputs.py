@@ -30,7 +30,7 @@ from tabrepro.layout import RunLayout
 __all__ = [
     "DEFAULT_BENCH_DIR",
     "DEFAULT_FACTS_FILE",
-    "DEFAULT_RESULTS_DIRS",
+    "default_results_dirs",
     "DatasetFacts",
     "facts_snapshot",
     "load_measured",
@@ -40,7 +40,13 @@ __all__ = [
 
 DEFAULT_FACTS_FILE = REPO_ROOT / "docs" / "scale" / "dataset-facts.json"
 DEFAULT_BENCH_DIR = REPO_ROOT / "docs" / "scale"
-DEFAULT_RESULTS_DIRS = tuple(sorted((REPO_ROOT / "docs" / "records").glob("*/results")))
+
+
+def default_results_dirs() -> tuple[Path, ...]:
+    """The committed records' results, looked up at each call: `tabrepro record` adds one and
+    then regenerates the plan block in the same process."""
+    return tuple(sorted((REPO_ROOT / "docs" / "records").glob("*/results")))
+
 
 # Registry entries without a published size (OpenML tasks resolved at fetch time): approximate
 # rows, features and classes of the datasets as the tabular benchmark publishes them. Used only
