@@ -410,12 +410,19 @@ def test_forcerun_of_one_target_submits_exactly_one_job(live):
 
 
 def sized_profile(raw: dict) -> None:
-    """Random Forest on breast cancer (569 rows) and Protein (45,730), one configuration, the
-    memory and runtime floors lowered so that the requests show the cost model's estimates."""
+    """Random Forest (200 trees, a fit of seconds) on breast cancer (569 rows) and Protein
+    (45,730), the memory and runtime floors lowered so that the requests show the cost model's
+    estimates (a forest's memory grows with its training rows)."""
+    forest = {
+        "n_estimators": 200,
+        "max_features": "sqrt",
+        "criterion": {"classification": "gini", "regression": "squared_error"},
+    }
     raw["profiles"]["slurm_sized"] = tiny_profile(
         ["random_forest"],
         ["breast_cancer", "protein"],
         description="live Slurm test: requests follow the dataset's size",
+        model_overrides={"random_forest": {"params": forest, "reason": "live Slurm test: a fit of seconds"}},
         resources={"training": {"memory_floor_mb": 1, "runtime_floor_min": 1}},
     )
     raw["profile"] = "slurm_sized"
