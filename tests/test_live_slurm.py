@@ -5,7 +5,7 @@ munge and Slurm if needed and starts private daemons (tests/slurm_cluster.py), w
 again. A copy of the workflow, with the committed profile and the `slurm` symlink, runs a tiny
 params profile (breast cancer, k-NN and a small NPT, two folds). Checked:
 
-* every result and table appears; GPU jobs (NPT's train_config) are submitted with `--gpus=1`,
+* every result and table appears; GPU jobs (NPT's train_batch) are submitted with `--gpus=1`,
   CPU jobs with no GPU request;
 * an NPT job cancelled (scancel) after a checkpoint is resubmitted by Snakemake's retry with more
   memory and time, resumes from its state file and ends with the weights of an uninterrupted run;
@@ -56,7 +56,7 @@ FAST = [
     "5",
     # The recipe docs/cluster.md gives for a separate GPU partition, checked below.
     "--set-resources",
-    "train_config:slurm_partition=gpu",
+    "train_batch:slurm_partition=gpu",
 ]
 
 
@@ -65,7 +65,7 @@ def npt_job_dir(fold: int) -> str:
 
 
 def npt_log(fold: int) -> str:
-    return f"logs/train/npt/breast_cancer/npt/fold{fold}/config0.log"
+    return f"logs/train/npt/breast_cancer/npt/fold{fold}/batch0.log"
 
 
 def live_profile(raw: dict) -> None:
@@ -134,7 +134,7 @@ def last_step(log: Path) -> int:
 
 def npt_jobs(cluster: SlurmCluster, fold: int) -> list:
     """Every Slurm job of the NPT configuration 0 of this fold, oldest first."""
-    return [j for j in cluster.jobs() if j.rule == "train_config" and j.comment.endswith(f"_{fold}_0")]
+    return [j for j in cluster.jobs() if j.rule == "train_batch" and j.comment.endswith(f"_{fold}_0")]
 
 
 def running_job(cluster: SlurmCluster, rule: str, wildcards: str):
@@ -251,7 +251,7 @@ def live(cluster, tmp_path_factory):
         for intr in interruptions.values():
             if intr.done or last_step(work / npt_log(intr.fold)) < INTERRUPT_AT_STEP:
                 continue
-            job = running_job(cluster, "train_config", f"_{intr.fold}_0")
+            job = running_job(cluster, "train_batch", f"_{intr.fold}_0")
             if job is None:
                 continue
             intr.step_seen = last_step(work / npt_log(intr.fold))
@@ -303,8 +303,8 @@ def test_gpu_jobs_request_a_gpu_and_cpu_jobs_do_not(live):
     by_rule: dict[str, list] = {}
     for job in jobs:
         by_rule.setdefault(job.rule, []).append(job)
-    assert {"prepare", "split", "train", "train_config", "select_config", "tables_npt"} <= set(by_rule)
-    for job in by_rule["train_config"]:  # what Slurm was asked for, not what Snakemake meant to ask
+    assert {"prepare", "split", "train", "train_batch", "select_config", "tables_npt"} <= set(by_rule)
+    for job in by_rule["train_batch"]:  # what Slurm was asked for, not what Snakemake meant to ask
         assert "gpu:1" in job.get("TresPerJob"), job.fields
         assert job.get("Partition") == "gpu", job.fields
     # The CPU jobs: the k-NN baseline and the data, selection and table steps. (Rules added to the
@@ -314,7 +314,7 @@ def test_gpu_jobs_request_a_gpu_and_cpu_jobs_do_not(live):
         assert "gpu" not in job.get("TresPerJob") and "gpu" not in job.get("TRES"), job.fields
         assert job.get("Partition") == "cpu", job.fields
     calls = live.sbatch_calls()
-    gpu_calls = [c for c in calls if "rule_train_config_wildcards" in c]
+    gpu_calls = [c for c in calls if "rule_train_batch_wildcards" in c]
     cpu_calls = [c for c in calls if "rule_train_wildcards" in c]
     assert gpu_calls and cpu_calls, calls
     assert all(" --gpus=1" in c for c in gpu_calls) and not any("--gpus" in c or "--gres" in c for c in cpu_calls)
@@ -367,7 +367,7 @@ def test_cancelled_npt_job_is_retried_resumes_and_matches_an_uninterrupted_run(l
     assert first.id == intr.job_id
     # Attempt 1 asked for what params.yaml's resources policy gives this job; the retry (attempt 2)
     # for twice the memory and time.
-    request = first_request(live.work, "train_config", fold=CANCELLED_FOLD)
+    request = first_request(live.work, "train_batch", fold=CANCELLED_FOLD)
     assert slurm_mb(first.get("MinMemoryNode")) == request.mem_mb, first.fields
     assert slurm_minutes(first.get("TimeLimit")) == request.runtime_min, first.fields
     assert slurm_mb(retry.get("MinMemoryNode")) == 2 * request.mem_mb, retry.fields

@@ -25,6 +25,7 @@ from tabrepro.costmodel import (
 from tabrepro.models.registry import get_model_class
 from tabrepro.plan import Planner, compare, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
+from tabrepro.resources import policy
 from tabrepro.splits import make_split
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def test_gpu_models_count_gpu_hours_and_cpu_models_cpu_hours(quick_planner):
 
 
 def test_the_plan_uses_the_jobs_own_candidate_lists(quick_planner):
-    from tabrepro.training import job_configs
+    from tabrepro.tuning import job_configs
 
     job = Job("npt", "breast_cancer", "xgboost", 3)
     assert quick_planner.configs("npt", "breast_cancer", "xgboost") == job_configs(quick_planner.params, job, "binary")
@@ -98,10 +99,12 @@ def test_the_paper_profile_plans_in_seconds_and_counts_its_training_jobs(entry):
     )
     assert done.returncode == 0, done.stderr
     params = Params.from_file(PARAMS, profile="paper")
-    jobs = sum(
-        params.n_configs(j.paper, j.dataset, j.model) + 1 if get_model_class(j.model).per_config_jobs else 1
-        for j in params.jobs()
-    )
+    batch = policy(params)["training"]["configs_per_job"]
+
+    def workflow_jobs(j):  # train_batch jobs of `configs_per_job` configurations, then select
+        return -(-params.n_configs(j.paper, j.dataset, j.model) // batch.get(j.model, 1)) + 1
+
+    jobs = sum(workflow_jobs(j) if get_model_class(j.model).per_config_jobs else 1 for j in params.jobs())
     total = next(line for line in done.stdout.splitlines() if line.startswith("| **total**"))
     assert f"| {jobs:,} |" in total
     for paper in ("npt", "bishop"):

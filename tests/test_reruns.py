@@ -94,9 +94,9 @@ def scheduled(work: Path, *args: str) -> dict[str, list[str]]:
     return jobs
 
 
-def job(model: str, fold: int, config: int | None = None) -> str:
+def job(model: str, fold: int, batch: int | None = None) -> str:
     base = f"results/npt/breast_cancer/{model}/fold{fold}"
-    return f"{base}/config{config}/result.json" if config is not None else f"{base}/metrics.json"
+    return f"{base}/batch{batch}.json" if batch is not None else f"{base}/metrics.json"
 
 
 def test_changed_knn_space_reruns_only_the_knn_jobs_and_the_tables(work):
@@ -119,7 +119,7 @@ def test_changed_npt_setting_reruns_only_npt_jobs_and_the_tables(work):
 
     with edited_params(work, edit):
         jobs = scheduled(work)
-    assert sorted(jobs.pop("train_config")) == [job("npt", k, 0) for k in FOLDS]
+    assert sorted(jobs.pop("train_batch")) == [job("npt", k, 0) for k in FOLDS]
     assert sorted(jobs.pop("select_config")) == [job("npt", k) for k in FOLDS]
     assert jobs.pop("tables_npt") == ["results/tables/npt/table8.md"]
     assert jobs.pop("scorecard") == ["results/scorecard/scorecard.md"]  # judges the tables' cells

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from conftest import REPO, SNAKEMAKE, copy_workflow
-from tabrepro.config import Params, ParamsError
+from tabrepro.config import Job, Params, ParamsError
 from tabrepro.costmodel import CostModel, calibrate
 from tabrepro.plan import JobEstimate, Planner
 from tabrepro.plan_inputs import DatasetFacts
-from tabrepro.resources import RULES, JobSizer, Request, policy, size_job
+from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, policy, size_job
 
 PARAMS = REPO / "params.yaml"
 
@@ -29,8 +29,8 @@ def _sizer(params: Params) -> JobSizer:
     return JobSizer(params, Planner(params, CostModel(calibrate([])), DatasetFacts([], None)))
 
 
-def _train(dataset: str, model: str, fold: int = 0) -> dict:
-    return {"paper": "npt", "dataset": dataset, "model": model, "fold": fold}
+def _train(dataset: str, model: str, fold: int = 0, paper: str = "npt") -> dict:
+    return {"paper": paper, "dataset": dataset, "model": model, "fold": fold}
 
 
 def test_training_jobs_grow_with_the_dataset_and_folds_share_a_request():
@@ -40,9 +40,39 @@ def test_training_jobs_grow_with_the_dataset_and_folds_share_a_request():
     assert large.mem_mb > small.mem_mb and large.runtime_min > small.runtime_min
     assert large.threads > small.threads == 1
     assert sizer.request("train", _train("higgs", "xgboost", fold=3)) == large
-    config = sizer.request("train_config", {**_train("higgs", "npt"), "config": "0"})
+    config = sizer.request("train_batch", {**_train("higgs", "npt"), "batch": "0"})
     select = sizer.request("select_config", _train("higgs", "npt"))
     assert select.runtime_min < config.runtime_min
+
+
+def test_a_batch_asks_for_its_configurations_summed_time_and_largest_memory():
+    params = Params.from_file(PARAMS, profile="paper")
+    sizer = _sizer(params)
+    batches = sizer.config_batches("bishop", "adult", "bishop")
+    assert [len(b) for b in batches] == [20] * 10 and batches[3] == range(60, 80)
+    job = Job("bishop", "adult", "bishop", 0)
+    singles = [sizer.planner.estimate(job, "train_config", c, bound=True) for c in batches[3]]
+    combined = combine_sequential(singles)
+    assert combined.gpu_seconds == pytest.approx(sum(e.gpu_seconds for e in singles))
+    assert combined.peak_mb == max(e.peak_mb for e in singles)
+    request = sizer.request("train_batch", {**_train("adult", "bishop", paper="bishop"), "batch": "3"})
+    assert request == size_job(combined, policy(params)["training"])
+    assert sizer.config_batches("npt", "higgs", "npt") == [range(0, 1)]  # NPT: a job per variant
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [("bishopp", r"unknown model 'bishopp'"), ("xgboost", r"'xgboost' tunes all its configurations inside one")],
+)
+def test_configs_per_job_names_only_per_configuration_models(raw, model, message):
+    edited = copy.deepcopy(raw)
+    edited["resources"]["training"]["configs_per_job"] = {model: 5}
+    with pytest.raises(ParamsError, match=message):
+        Params(edited, source="params.yaml")
+    edited = copy.deepcopy(raw)
+    edited["profiles"]["quick"]["resources"] = {"training": {"configs_per_job": {model: 5}}}
+    with pytest.raises(ParamsError, match=r"profiles\.quick\.resources\.training\.configs_per_job"):
+        Params(edited, source="params.yaml")
 
 
 def test_the_rules_callables_scale_with_the_attempt():
@@ -157,8 +187,8 @@ def test_every_job_of_every_profile_can_be_sized(profile):
 
     for job in {(j.paper, j.dataset, j.model) for j in params.jobs()}:
         paper, dataset, model = job
-        wildcards = {"paper": paper, "dataset": dataset, "model": model, "fold": 0, "config": 0}
-        rules = ("train_config", "select_config") if get_model_class(model).per_config_jobs else ("train",)
+        wildcards = {"paper": paper, "dataset": dataset, "model": model, "fold": 0, "batch": 0}
+        rules = ("train_batch", "select_config") if get_model_class(model).per_config_jobs else ("train",)
         for rule in rules:
             request = sizer.request(rule, wildcards)
             assert request.threads >= 1 and request.mem_mb > 0 and request.runtime_min > 0, (profile, job, rule)

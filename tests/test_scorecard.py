@@ -100,7 +100,7 @@ def workspace(tmp_path_factory) -> dict[str, Any]:
     for fold in (0, 1):
         _result(params, "npt", "breast_cancer", "knn", fold, "binary", _binary(0.98, 95.0, 0.47))
     _log(root, "npt/breast_cancer/catboost/fold0.log", "training...\nValueError: boom in catboost\n")
-    _log(root, "npt/breast_cancer/npt/fold0/config0.log", "step 10\nRuntimeError: NaN loss\n\n")
+    _log(root, "npt/breast_cancer/npt/fold0/batch0.log", "step 10\nRuntimeError: NaN loss\n\n")
     # boston: the paper's Table 12 gives an SD; protein is one holdout split on both sides.
     for fold, mse in enumerate([15.0, 16.0, 17.0]):
         _result(
@@ -188,8 +188,8 @@ def test_not_run_job_failed_names_the_log(workspace):
     assert catboost.verdict_class == NOT_RUN and catboost.reason.startswith("job failed: ")
     assert str(log) in catboost.reason and "ValueError: boom in catboost" in catboost.reason
     assert "1 of 3 folds failed" in catboost.reason and catboost.reason.endswith("; 2 not run yet")
-    npt = cell(card, "table10", "breast_cancer", "NPT")  # per-configuration model: config logs
-    assert str(root / "logs/train/npt/breast_cancer/npt/fold0/config0.log") in npt.reason
+    npt = cell(card, "table10", "breast_cancer", "NPT")  # per-configuration model: batch logs
+    assert str(root / "logs/train/npt/breast_cancer/npt/fold0/batch0.log") in npt.reason
     assert "RuntimeError: NaN loss" in npt.reason
     assert cell(card, "table10", "breast_cancer", "MLP").reason == "not run yet"
     # protein was never fetched: nothing ran, and the scorecard says why.

@@ -13,7 +13,7 @@ from conftest import tiny_profile
 from conftest import write_params as write_profile
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
-from tabrepro.training import run_config_job, run_job, select_config
+from tabrepro.training import run_config_batch, run_config_job, run_job, select_config
 
 
 def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:
@@ -85,6 +85,45 @@ def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weight
     assert again["fit_info"]["resumed_from"] == results[0]["fit_info"]["steps"]
     assert (out / "weights.pt").read_bytes() == before
     assert again["metrics"] == results[0]["metrics"]
+
+
+def test_a_batch_keeps_finished_configurations_and_trains_the_rest_as_single_jobs_would(prepared, tmp_path):
+    """A train_batch job: configuration 0 finished earlier is kept (not retrained); configuration 1,
+    whose directory is gone, is trained again to the same scores and bytes as its own job gave."""
+    _, _, params, job, results = prepared
+    redo = params.config_dir(job, 1)
+    weights = (redo / "weights.pt").read_bytes()
+    kept_at = (params.config_dir(job, 0) / "result.json").stat().st_mtime_ns
+    parked = tmp_path / "config1"
+    redo.rename(parked)
+    try:
+        manifest = run_config_batch(params, job, range(2))
+        assert [e["reused"] for e in manifest["results"]] == [True, False]
+        assert [e["val"] for e in manifest["results"]] == [r["metrics"]["val"] for r in results]
+        assert (params.config_dir(job, 0) / "result.json").stat().st_mtime_ns == kept_at
+        assert (redo / "weights.pt").read_bytes() == weights
+        assert manifest["configs"] == [0, 2] and manifest["params_digest"] == params.job_digest(job)
+    finally:
+        if redo.exists():
+            import shutil
+
+            shutil.rmtree(redo)
+        parked.rename(redo)
+
+
+def test_a_batch_retrains_configurations_written_under_other_parameters(prepared):
+    tmp_path, _, _, job, _ = prepared
+    other = Params.from_file(write_params(tmp_path, seed=1, name="reseeded-batch.yaml"))
+    other_dir = other.config_dir(job, 0)
+    assert other_dir == Params.from_file(write_params(tmp_path)).config_dir(job, 0)  # same directory
+    before = json.loads((other_dir / "result.json").read_text())
+    manifest = run_config_batch(other, job, range(1))
+    assert manifest["results"][0]["reused"] is False
+    after = json.loads((other_dir / "result.json").read_text())
+    assert after["params_digest"] == other.job_digest(job) != before["params_digest"]
+    # put the seed-0 result back for the tests that follow
+    original = Params.from_file(write_params(tmp_path))
+    assert run_config_batch(original, job, range(1))["results"][0]["reused"] is False
 
 
 def test_selection_refuses_results_written_under_other_parameters(prepared):

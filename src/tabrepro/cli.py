@@ -11,6 +11,7 @@
     tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset
     tabrepro train PAPER DATASET MODEL FOLD      tune on validation, score on test, write metrics.json
     tabrepro train-config PAPER DATASET MODEL FOLD C   one configuration of a per-config model (NPT, BiSHop)
+    tabrepro train-batch PAPER DATASET MODEL FOLD B    batch B of its configurations (params.yaml configs_per_job)
     tabrepro select PAPER DATASET MODEL FOLD     choose a per-config model's configuration, score it on test
     tabrepro tables PAPER                        aggregate per-fold results into the paper's tables
     tabrepro scorecard [PAPER]                   judge every table cell against the paper's value
@@ -97,8 +98,7 @@ def cmd_configs(args: argparse.Namespace) -> None:
     import json
 
     from tabrepro.data.registry import get_source
-    from tabrepro.training import job_configs
-    from tabrepro.tuning import variant_names
+    from tabrepro.tuning import job_configs, variant_names
 
     params = _params(args)
     job = _job(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
@@ -249,8 +249,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     job = _job(params, args)
     if _per_config(job.model):
         raise ParamsError(
-            f"{job.model} trains one job per configuration: use `tabrepro train-config` "
-            f"then `tabrepro select` (the workflow does this)"
+            f"{job.model} trains one job per configuration (or batch): use `tabrepro train-config` "
+            f"or `train-batch`, then `tabrepro select` (the workflow does this)"
         )
     _require_splits(params, job)
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
@@ -268,6 +268,30 @@ def cmd_train_config(args: argparse.Namespace) -> None:
     out_dir = args.output_dir or params.config_dir(job, args.config)
     result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads)
     _print_result(Path(out_dir), result, split="val")
+
+
+def cmd_train_batch(args: argparse.Namespace) -> None:
+    from tabrepro.resources import config_batches, policy
+    from tabrepro.training import run_config_batch, write_result
+
+    params = _params(args)
+    job = _job(params, args)
+    if not _per_config(job.model):
+        raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
+    batches = config_batches(params, policy(params), job.paper, job.dataset, job.model)
+    if not 0 <= args.batch < len(batches):
+        raise ParamsError(
+            f"batch {args.batch} out of range: {job.model} has {len(batches)} batch(es) of configurations "
+            f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
+        )
+    _require_splits(params, job)
+    manifest = run_config_batch(params, job, batches[args.batch], n_jobs=args.threads, progress=not args.quiet)
+    out = Path(args.output or params.layout.config_batch.path(job, batch=args.batch))
+    write_result(manifest, out)
+    for entry in manifest["results"]:
+        scores = ", ".join(f"{k}={v:.4g}" for k, v in sorted(entry["val"].items()))
+        kept = " (kept from an earlier run)" if entry["reused"] else ""
+        print(f"{entry['result']}: val {scores} ({entry['wall_time_s']:.1f} s){kept}")
 
 
 def cmd_select(args: argparse.Namespace) -> None:
@@ -551,6 +575,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=int, help="configuration (variant) index")
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p.add_argument("--output-dir", type=Path, help="default: results/PAPER/DATASET/MODEL/foldK/configC")
+    p = add(
+        "train-batch",
+        cmd_train_batch,
+        "train one batch of a per-configuration model's configurations, one after another (the "
+        "workflow's train_batch job); keeps configurations already finished under the same "
+        "parameters, resumes an interrupted one from its state file",
+    )
+    add_job_arguments(p)
+    p.add_argument("batch", type=int, help="batch index (configs_per_job configurations each)")
+    p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    p.add_argument("--output", type=Path, help="manifest (default: results/PAPER/DATASET/MODEL/foldK/batchB.json)")
     p = add(
         "select",
         cmd_select,

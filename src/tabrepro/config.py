@@ -249,7 +249,29 @@ class Params:
                                 f"{where}.models[{i}]",
                                 f"{name!r} is also listed in profiles.{profile}.not_run; keep one",
                             )
+        self._check_batching()
         self._check_hyperparameters(sources)
+
+    def _check_batching(self) -> None:
+        """`configs_per_job` may name only models that train one job per configuration (elsewhere
+        the count would be silently ignored)."""
+        from tabrepro.models.registry import MODEL_NAMES, get_model_class
+
+        places = {"resources.training": self.raw["resources"]["training"]}
+        for profile, pcfg in self.raw["profiles"].items():
+            places[f"profiles.{profile}.resources.training"] = (pcfg.get("resources") or {}).get("training") or {}
+        for where, training in places.items():
+            for model in training.get("configs_per_job") or {}:
+                if model not in MODEL_NAMES:
+                    self._fail(
+                        f"{where}.configs_per_job", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES)
+                    )
+                if not get_model_class(model).per_config_jobs:
+                    self._fail(
+                        f"{where}.configs_per_job",
+                        f"{model!r} tunes all its configurations inside one `train` job; only models with "
+                        "a job per configuration are batched",
+                    )
 
     def _check_hyperparameters(self, sources: dict) -> None:
         """Every search-space entry and profile override against what its model accepts.

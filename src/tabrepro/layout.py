@@ -107,7 +107,10 @@ class RunLayout:
     job_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}")
     job_metrics = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{METRICS_FILE}")
     job_weights = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{WEIGHTS_FILE}")
-    # Per-configuration models (e.g. NPT's variants) train each configuration in its own job.
+    # Per-configuration models (NPT's variants, BiSHop's trials) train their configurations in
+    # train_batch jobs; each configuration writes its own directory (not declared to Snakemake, so
+    # that a rerun batch keeps its finished configurations), then the batch its manifest.
+    config_batch = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}/batch{batch}.json")
     config_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}/config{config}")
     config_result = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/config{{config}}/{RESULT_FILE}")
     config_predictions = _Entry(
@@ -137,7 +140,7 @@ class RunLayout:
     prepare_log = _Entry("logs", "prepare/{source}.log")
     split_log = _Entry("logs", "split/{paper}/{dataset}.log")
     train_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}.log")
-    config_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/config{config}.log")
+    config_batch_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/batch{batch}.log")
     select_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/select.log")
     tables_log = _Entry("logs", "tables/{paper}.log")
     scorecard_log = _Entry("logs", "scorecard.log")

@@ -7,7 +7,7 @@
 
 For every job of the profile (tabrepro.config.Params.jobs; per-configuration models get one job
 per configuration plus a selection job, as in the workflow) it takes the candidate
-configurations the job will fit (tabrepro.training.job_configs, the same deterministic lists the
+configurations the job will fit (tabrepro.tuning.job_configs, the same deterministic lists the
 jobs use), the table's shape (tabrepro.plan_inputs.DatasetFacts) and the cost model
 (tabrepro.costmodel) calibrated on every measured job it can find, and adds up configurations,
 fits, CPU-hours, GPU-hours and peak memory. The workflow's requests come from the same estimates
@@ -100,7 +100,7 @@ class Planner:
         key = (paper, dataset, model)
         if key not in self._configs:
             from tabrepro.data.registry import get_source
-            from tabrepro.training import job_configs
+            from tabrepro.tuning import job_configs
 
             task = get_source(self.params.source_of(paper, dataset)).task
             self._configs[key] = job_configs(self.params, Job(paper, dataset, model, 0), task)
@@ -136,6 +136,16 @@ class Planner:
         n = self.params.n_configs(job.paper, job.dataset, job.model)
         return [("train_config", c) for c in range(n)] + [("select", None)]
 
+    def workflow_jobs(self, job: Job) -> int:
+        """How many workflow jobs one fold-level job takes: 1 (train), or its train_batch jobs
+        (`configs_per_job` configurations each) plus the selection."""
+        from tabrepro.models.registry import get_model_class
+        from tabrepro.resources import config_batches, policy
+
+        if not get_model_class(job.model).per_config_jobs:
+            return 1
+        return len(config_batches(self.params, policy(self.params), job.paper, job.dataset, job.model)) + 1
+
     def rows(self) -> list[PlanRow]:
         """One row per paper x dataset x model of the profile (folds of one row cost the same)."""
         groups: dict[tuple[str, str, str], list[Job]] = {}
@@ -153,7 +163,7 @@ class Planner:
                     configs=self.params.n_configs(paper, dataset, model),
                     folds=folds,
                     fits=folds * sum(e.n_fits for e in estimates),
-                    jobs=folds * len(estimates),
+                    jobs=folds * self.workflow_jobs(jobs[0]),
                     cpu_hours=folds * sum(0.0 if e.gpu else e.cpu_seconds for e in estimates) / 3600,
                     gpu_hours=folds * sum(e.gpu_seconds for e in estimates) / 3600,
                     peak_mb=max(e.peak_mb for e in estimates),

@@ -8,7 +8,7 @@ OpenML suites) use approximate published sizes, marked as such. Split sizes foll
 fractions.
 
 Measured jobs come from metrics.json files (every run's jobs record their wall time and peak
-memory; the candidate configurations of a job are regenerated with tabrepro.training.job_configs,
+memory; the candidate configurations of a job are regenerated with tabrepro.tuning.job_configs,
 which is deterministic, after checking the job's parameter digest) and from the scale
 benchmark's JSON (one tiny configuration per model on the stand-ins). Each becomes a
 costmodel.MeasuredJob: its work terms and what it took.
@@ -178,7 +178,7 @@ def _params(params_file: str, profile: str) -> Params | None:
 
 
 def _candidates(params: Params, job: Job, task: str) -> list[dict]:
-    from tabrepro.training import job_configs
+    from tabrepro.tuning import job_configs
 
     return job_configs(params, job, task)
 

@@ -5,7 +5,7 @@ The policy is params.yaml's `resources:` section, which a profile may override k
 
 * `default` and `rules`: fixed requests for the bookkeeping and data rules (fetch, prepare,
   split, tables, ...), per rule where it needs more than the default;
-* `training`: the train, train_config and select_config jobs. With `sizing: plan` each job is
+* `training`: the train, train_batch and select_config jobs. With `sizing: plan` each job is
   sized by the compute plan (tabrepro.plan): the calibrated cost model's estimate of that job's
   run time and peak memory for its model family, search budget and dataset size, times the
   safety factors, within the bounds. CPU models that can use several cores and are predicted to
@@ -20,6 +20,7 @@ host side and run time.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -32,7 +33,17 @@ if TYPE_CHECKING:
     from tabrepro.config import Params
     from tabrepro.plan import JobEstimate, Planner
 
-__all__ = ["RULES", "TRAINING_RULES", "Request", "JobSizer", "policy", "size_job"]
+__all__ = [
+    "RULES",
+    "TRAINING_RULES",
+    "Request",
+    "JobSizer",
+    "combine_sequential",
+    "config_batches",
+    "configs_per_job",
+    "policy",
+    "size_job",
+]
 
 # Every rule of the workflow (a test checks this against the Snakefile); params.yaml's
 # `resources.rules` may name only these.
@@ -42,7 +53,7 @@ RULES = (
     "prepare",
     "split",
     "train",
-    "train_config",
+    "train_batch",
     "select_config",
     "tables",
     "scorecard",
@@ -53,7 +64,9 @@ RULES = (
     "feature_sparsity_plot",
 )
 # Training rules and the compute plan's name for their kind of job.
-TRAINING_RULES = {"train": "train", "train_config": "train_config", "select_config": "select"}
+# A train_batch job trains several configurations one after another (`configs_per_job`); the plan
+# estimates each (kind train_config) and the job asks for their sum of time and their largest memory.
+TRAINING_RULES = {"train": "train", "train_batch": "train_config", "select_config": "select"}
 # Model families that use more than one core when given them (the rest run on one).
 THREADED_FAMILIES = ("boosting_hist", "catboost", "random_forest", "knn", "mlp")
 THREAD_EFFICIENCY = 0.8  # the speed-up of t threads is taken as t ** 0.8
@@ -106,6 +119,30 @@ def size_job(estimate: JobEstimate, training: Mapping[str, Any]) -> Request:
     return Request(threads, mem_mb, min(runtime, training["max_runtime_min"]))
 
 
+def configs_per_job(policy_: Mapping[str, Any], model: str) -> int:
+    """How many configurations of `model` one train_batch job trains (params.yaml, default 1)."""
+    return int((policy_["training"].get("configs_per_job") or {}).get(model, 1))
+
+
+def config_batches(params: Params, policy_: Mapping[str, Any], paper: str, dataset: str, model: str) -> list[range]:
+    """Consecutive runs of the job's configuration indices, `configs_per_job` at a time."""
+    n = params.n_configs(paper, dataset, model)
+    size = configs_per_job(policy_, model)
+    return [range(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def combine_sequential(estimates: list[JobEstimate]) -> JobEstimate:
+    """One job running these one after another: their times add up, their peaks do not."""
+    first = estimates[0]
+    return dataclasses.replace(
+        first,
+        cpu_seconds=sum(e.cpu_seconds for e in estimates),
+        gpu_seconds=sum(e.gpu_seconds for e in estimates),
+        peak_mb=max(e.peak_mb for e in estimates),
+        n_fits=sum(e.n_fits for e in estimates),
+    )
+
+
 class JobSizer:
     """The requests of one Params' jobs; what the workflow's rules call (common.smk).
 
@@ -126,9 +163,13 @@ class JobSizer:
             self._planner = default_planner(self.params)
         return self._planner
 
+    def config_batches(self, paper: str, dataset: str, model: str) -> list[range]:
+        """The configurations of each `train_batch` job of a per-configuration model, in order."""
+        return config_batches(self.params, self.policy, paper, dataset, model)
+
     def request(self, rule: str, wildcards: Mapping[str, Any] | Any = None) -> Request:
         """The first attempt's request of one job of `rule` (wildcards: paper, dataset, model,
-        fold and, for train_config, config)."""
+        fold and, for train_batch, batch)."""
         if rule not in RULES:
             raise ValueError(f"unknown workflow rule {rule!r}")
         default = self.policy["default"]
@@ -138,14 +179,17 @@ class JobSizer:
         if training["sizing"] == "fixed":
             return _fixed(training["fixed"], default)
         get = wildcards.get if isinstance(wildcards, Mapping) else functools.partial(getattr, wildcards)
-        config = get("config", None) if rule == "train_config" else None
-        return self._planned(
-            TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), None if config is None else int(config)
-        )
+        batch = int(get("batch")) if rule == "train_batch" else None
+        return self._planned(TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), batch)
 
     @functools.cache  # noqa: B019 - one sizer per workflow run; folds share
-    def _planned(self, kind: str, paper: str, dataset: str, model: str, config: int | None) -> Request:
-        estimate = self.planner.estimate(Job(paper, dataset, model, 0), kind, config, bound=True)
+    def _planned(self, kind: str, paper: str, dataset: str, model: str, batch: int | None) -> Request:
+        job = Job(paper, dataset, model, 0)
+        if batch is None:
+            estimate = self.planner.estimate(job, kind, bound=True)
+        else:
+            configs = self.config_batches(paper, dataset, model)[batch]
+            estimate = combine_sequential([self.planner.estimate(job, kind, c, bound=True) for c in configs])
         return size_job(estimate, self.policy["training"])
 
     # What the rules take: Snakemake calls these with the job's wildcards (and attempt).

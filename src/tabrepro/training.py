@@ -32,7 +32,7 @@ from tabrepro.preprocessing import Preprocessor, TargetEncoder
 from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
 from tabrepro.splits import Split, SplitError, fold_path, load_split
-from tabrepro.tuning import sample_configs, select_best, variant_names
+from tabrepro.tuning import job_configs, select_best, variant_names
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +83,6 @@ def load_fold(params: Params, job: Job) -> FoldData:
         features.feature_layout,
         n_classes,
     )
-
-
-def job_configs(params: Params, job: Job, task: str) -> list[dict]:
-    """The candidate configurations: one set per dataset x model, shared by all its folds."""
-    space = params.search_space(job.paper, job.dataset, job.model)
-    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
-    return sample_configs(space, task, params.n_configs(job.paper, job.dataset, job.model), search_seed)
 
 
 def model_outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
@@ -274,15 +267,86 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     started = time.perf_counter()
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
-    if not 0 <= config_index < len(configs):
+    _check_config_index(params, job, config_index, len(configs))
+    return _train_config(params, job, data, configs, config_index, Path(out_dir), n_jobs, started)
+
+
+def run_config_batch(params: Params, job: Job, indices: range, *, n_jobs: int = 1, progress: bool = False) -> dict:
+    """Train configurations `indices` one after another (a `train_batch` job); returns its manifest.
+
+    Each configuration writes its own directory as `run_config_job` does. A configuration whose
+    result there was written under the same parameters is kept, not retrained, so a batch that
+    was interrupted (or re-sized) redoes only what is missing; an interrupted configuration
+    resumes from its state file.
+    """
+    data = load_fold(params, job)
+    configs = job_configs(params, job, data.task)
+    for index in (indices[0], indices[-1]):
+        _check_config_index(params, job, index, len(configs))
+    entries = []
+    for index in tqdm(indices, desc=f"{job.model} configurations", disable=not progress, unit="config"):
+        started = time.perf_counter()
+        out_dir = params.config_dir(job, index)
+        result = _finished_result(params, job, out_dir, configs[index])
+        reused = result is not None
+        if result is None:
+            result = _train_config(params, job, data, configs, index, out_dir, n_jobs, started)
+        entries.append(
+            {
+                "config_index": index,
+                "variant": result.get("variant"),
+                "reused": reused,
+                "wall_time_s": result["wall_time_s"],
+                "val": result["metrics"]["val"],
+                "result": str(out_dir / RESULT_FILE),
+            }
+        )
+    return {
+        "paper": job.paper,
+        "dataset": job.dataset,
+        "model": job.model,
+        "fold": job.fold,
+        "configs": [indices[0], indices[-1] + 1],
+        "params_digest": params.job_digest(job),
+        "results": entries,
+    }
+
+
+def _check_config_index(params: Params, job: Job, index: int, n_configs: int) -> None:
+    if not 0 <= index < n_configs:
         raise ParamsError(
-            f"config {config_index} out of range: {job.model} has {len(configs)} configuration(s) "
+            f"config {index} out of range: {job.model} has {n_configs} configuration(s) "
             f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
         )
-    config = configs[config_index]
-    out_dir = Path(out_dir)
+
+
+def _finished_result(params: Params, job: Job, out_dir: Path, config: dict) -> dict | None:
+    """The configuration's stored result if it is complete and was written under these parameters."""
+    path = out_dir / RESULT_FILE
+    if not path.is_file() or not (out_dir / PREDICTIONS_FILE).is_file():
+        return None
+    result = json.loads(path.read_text())
+    same = result.get("params_digest") == params.job_digest(job) and result.get("config") == json.loads(
+        json.dumps(config, default=_jsonable)
+    )
+    if not same or (result.get("weights") and not (out_dir / WEIGHTS_FILE).is_file()):
+        return None
+    return result
+
+
+def _train_config(
+    params: Params,
+    job: Job,
+    data: FoldData,
+    configs: list[dict],
+    index: int,
+    out_dir: Path,
+    n_jobs: int,
+    started: float,
+) -> dict:
+    config = configs[index]
     state = _state_dir(out_dir, params, data, config)
-    model = _fit_config(params, job, data, config_index, config, n_jobs=n_jobs, work_dir=state)
+    model = _fit_config(params, job, data, index, config, n_jobs=n_jobs, work_dir=state)
     va, te = data.split.val, data.split.test
     val_outputs = model_outputs(model, data.task, data.X[va])
     test_outputs = model_outputs(model, data.task, data.X[te])
@@ -293,8 +357,8 @@ def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *
     variants = variant_names(params.search_space(job.paper, job.dataset, job.model))
     result = {
         **_record(params, job, data, started, n_jobs),
-        "config_index": config_index,
-        "variant": variants[config_index] if variants else None,
+        "config_index": index,
+        "variant": variants[index] if variants else None,
         "config": config,
         "metrics": {"val": outputs_metrics(data.task, val_outputs, data.y[va], data.target)},
         "fit_info": model.fit_info_,
@@ -330,7 +394,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     for c in range(n):
         path = params.config_dir(job, c) / RESULT_FILE
         if not path.is_file():
-            raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_config job first)")
+            raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_batch job first)")
         result = json.loads(path.read_text())
         if result["params_digest"] != digest:
             raise ParamsError(f"{path} was written under different parameters; rerun that configuration")

@@ -35,17 +35,22 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from scipy.stats import qmc
 
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
+from tabrepro.seeding import derive_seed
 from tabrepro.tasks import TASK_FAMILIES, TaskFamily
+
+if TYPE_CHECKING:
+    from tabrepro.config import Job, Params
 from tabrepro.tasks import task_family as family_of_task
 
 __all__ = [
+    "job_configs",
     "ParamSpec",
     "SearchSpaceError",
     "expand_search_space",
@@ -318,3 +323,11 @@ def select_best(scores: Sequence[float | None], metric: str) -> int:
     if best_index is None:
         raise ValueError(f"no valid {metric} score to select from ({len(scores)} given, all NaN)")
     return best_index
+
+
+def job_configs(params: Params, job: Job, task: str) -> list[dict]:
+    """The candidate configurations of a job: one set per dataset x model, shared by all its folds
+    (the training jobs, the compute plan and the workflow's sizing all draw the same list)."""
+    space = params.search_space(job.paper, job.dataset, job.model)
+    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
+    return sample_configs(space, task, params.n_configs(job.paper, job.dataset, job.model), search_seed)

@@ -134,8 +134,8 @@ def all_tables():
     return tables
 
 
-# Models that tune inside one job (rule train) vs. one job per configuration (rules
-# train_config + select_config, e.g. NPT's variants); see tabrepro.models.base.
+# Models that tune inside one job (rule train) vs. one job per configuration or batch of them
+# (rules train_batch + select_config, e.g. NPT's variants); see tabrepro.models.base.
 PER_CONFIG_MODELS = [m for m in MODEL_NAMES if get_model_class(m).per_config_jobs]
 IN_JOB_MODELS = [m for m in MODEL_NAMES if m not in PER_CONFIG_MODELS]
 
@@ -150,10 +150,11 @@ def gpus(wildcards):
     return 1 if get_model_class(wildcards.model).accelerator == "gpu" else 0
 
 
-def config_results(wildcards):
+def config_batches(wildcards):
+    """The manifests of the job's train_batch jobs (params.yaml `configs_per_job` configurations each)."""
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
-    n = PARAMS.n_configs(job.paper, job.dataset, job.model)
-    return [str(LAYOUT.config_result.path(job, config=c)) for c in range(n)]
+    n = len(SIZER.config_batches(job.paper, job.dataset, job.model))
+    return [str(LAYOUT.config_batch.path(job, batch=b)) for b in range(n)]
 
 
 def retrains(wildcards):

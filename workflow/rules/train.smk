@@ -1,6 +1,7 @@
 # Training. In-job models (the CPU baselines) tune every configuration inside one job per
-# paper x dataset x model x fold. Per-configuration models (NPT) run one job per configuration,
-# each resumable from a state file that is not a declared output, then a selection job picks the
+# paper x dataset x model x fold. Per-configuration models (NPT, BiSHop) run their configurations
+# in train_batch jobs (params.yaml `configs_per_job` each, default one), each configuration
+# resumable from a state file that is not a declared output, then a selection job picks the
 # configuration on validation and scores it once on test. Threads, memory and run time come from
 # params.yaml `resources` (training jobs sized by the compute plan) and grow with each retry.
 
@@ -29,37 +30,34 @@ rule train:
         " --threads {threads} --output {output} > {log} 2>&1"
 
 
-rule train_config:
+rule train_batch:
     input:
         table=processed_table,
         splits=LAYOUT.split_manifest,
     output:
-        result=LAYOUT.config_result,
-        predictions=LAYOUT.config_predictions,
-        weights=LAYOUT.config_weights,
+        LAYOUT.config_batch,
     log:
-        LAYOUT.config_log,
+        LAYOUT.config_batch_log,
     wildcard_constraints:
         model=one_of(PER_CONFIG_MODELS),
         fold=r"\d+",
-        config=r"\d+",
-    threads: SIZER.threads("train_config")
+        batch=r"\d+",
+    threads: SIZER.threads("train_batch")
     resources:
-        mem_mb=SIZER.mem_mb("train_config"),
-        runtime=SIZER.runtime("train_config"),
+        mem_mb=SIZER.mem_mb("train_batch"),
+        runtime=SIZER.runtime("train_batch"),
         gpu=gpus,
     params:
         digest=job_digest,
-        out_dir=lambda wildcards, output: os.path.dirname(output.result),
     shell:
         # Snakemake clears the log before each attempt; a resumed attempt logs "resumed from step N".
-        "{CLI} train-config {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
-        " {wildcards.config} --threads {threads} --output-dir {params.out_dir} >> {log} 2>&1"
+        "{CLI} train-batch {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
+        " {wildcards.batch} --threads {threads} --output {output} >> {log} 2>&1"
 
 
 rule select_config:
     input:
-        config_results,
+        config_batches,
     output:
         metrics=LAYOUT.job_metrics,
         weights=LAYOUT.job_weights,

@@ -223,13 +223,15 @@ class _PaperContext:
         if not get_model_class(model).per_config_jobs:
             candidates = [layout.train_log.path(job)]
         else:
+            from tabrepro.resources import config_batches, policy
+
             try:
-                n_configs = self.params.n_configs(self.paper, dataset, model)
+                n_batches = len(config_batches(self.params, policy(self.params), self.paper, dataset, model))
             except ValueError:
-                n_configs = 0
+                n_batches = 0
             candidates = [
                 layout.select_log.path(job),
-                *(layout.config_log.path(job, config=c) for c in range(n_configs)),
+                *(layout.config_batch_log.path(job, batch=b) for b in range(n_batches)),
             ]
         return tuple(path for path in candidates if path.is_file())
 

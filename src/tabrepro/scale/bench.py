@@ -296,9 +296,9 @@ class Bench:
         self._record(dataset, rows, "train", model, result, _job_summary(self.layout.job_metrics.path(job)))
 
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
-        """The one configuration the job fits (tabrepro.training.job_configs, as the job itself)."""
+        """The one configuration the job fits (tabrepro.tuning.job_configs, as the job itself)."""
         from tabrepro.config import Job
-        from tabrepro.training import job_configs
+        from tabrepro.tuning import job_configs
 
         assert self.params is not None
         task = get_source(DATASETS[dataset]).task
