@@ -8,15 +8,14 @@
 #
 # Rules are thin calls of the `tabrepro` CLI; the logic lives in the package (src/tabrepro).
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
 
+# params.yaml is checked against workflow/schemas/params.schema.yaml (and its cross-references)
+# by tabrepro.config when common.smk loads it: a bad key stops the workflow with one line naming it.
 configfile: "params.yaml"
-
-
-validate(config, "workflow/schemas/params.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

@@ -75,6 +75,31 @@ def test_configs_per_job_names_only_per_configuration_models(raw, model, message
         Params(edited, source="params.yaml")
 
 
+def test_sizes_are_kept_between_runs_until_what_they_depend_on_changes(tmp_path, raw):
+    """The workflow's sizer (cache_dir) prices the profile once; the next Snakemake start reads
+    the same requests back without building the planner; other parameters miss the cache."""
+    params = Params(raw, source="params.yaml", profile="paper")
+    first = JobSizer(params, cache_dir=tmp_path)
+    wildcards = {**_train("adult", "bishop", paper="bishop"), "batch": "2"}
+    asked = first.request("train_batch", wildcards), first.request("train", _train("higgs", "xgboost"))
+    (cached,) = tmp_path.glob("sizes-*.json")
+
+    class NoPlanner(JobSizer):
+        @property
+        def planner(self):
+            raise AssertionError("the cache should have answered")
+
+    again = NoPlanner(params, cache_dir=tmp_path)
+    assert (again.request("train_batch", wildcards), again.request("train", _train("higgs", "xgboost"))) == asked
+    assert again.request("train_batch", wildcards) == first._planned("train_config", "bishop", "adult", "bishop", 2)
+
+    edited = copy.deepcopy(raw)
+    edited["resources"]["training"]["runtime_safety"] = 3.0
+    other = JobSizer(Params(edited, source="params.yaml", profile="paper"), cache_dir=tmp_path)
+    assert other.request("train", _train("higgs", "xgboost")).runtime_min > asked[1].runtime_min
+    assert [p.name for p in tmp_path.glob("sizes-*.json")] != [cached.name]  # replaced, not added
+
+
 def test_the_rules_callables_scale_with_the_attempt():
     sizer = _sizer(Params.from_file(PARAMS, profile="paper"))
     first = sizer.request("train", _train("higgs", "xgboost"))

@@ -142,7 +142,16 @@ def test_paper_profile_dry_run_lists_every_job_quickly(tmp_path):
     for paper in ("npt", "bishop"):
         for dataset in raw["papers"][paper]["datasets"]:
             assert f"results/{paper}/{dataset}/" in out, f"no job for {paper}/{dataset}"
-    print(f"dry run of the paper profile: {elapsed:.1f} s (goal: < 10 s; see `make dryrun-paper`)")
+    print(f"dry run of the paper profile: {elapsed:.1f} s (goal: < 5 s; see `make dryrun-paper`)")
+
+
+def test_a_misspelt_key_in_params_yaml_stops_the_workflow_with_one_line(tmp_path):
+    work = copy_workflow(tmp_path, lambda raw: raw.update(sede=1))
+    run = snakemake(work, "-n", "--", "all", timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "tabrepro: error: params.yaml: at <top level>: Additional properties are not allowed ('sede' was unexpected)"
+    ]
 
 
 def test_config_override_other_than_profile_is_refused(tmp_path):

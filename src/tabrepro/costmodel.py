@@ -29,8 +29,10 @@ a scheduler must grant) uses max_epochs.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,9 +253,27 @@ def fit_terms(
     model: str, config: Mapping[str, Any], shape: TableShape, *, score_rows: int, bound: bool = False
 ) -> dict[str, float]:
     """Work units of fitting one configuration on the training rows and scoring `score_rows` rows."""
-    family = family_of(model)
-    key = tuple((name, _hashable(config[name])) for name in COST_KEYS[family] if name in config)
-    return dict(_fit_terms_cached(model, key, shape, score_rows, bound))
+    return dict(_fit_terms_cached(model, _cost_key(model, config), shape, score_rows, bound))
+
+
+def _cost_key(model: str, config: Mapping[str, Any]) -> tuple:
+    """What a configuration's cost depends on (COST_KEYS), hashable: equal keys cost the same."""
+    return tuple((name, _hashable(config[name])) for name in COST_KEYS[family_of(model)] if name in config)
+
+
+def _cost_key_counts(model: str, configs: Sequence[Mapping[str, Any]]) -> collections.Counter:
+    """How many configurations share each cost key (the same keys `_cost_key` gives, in bulk)."""
+    present = set().union(*configs)
+    names = [name for name in COST_KEYS[family_of(model)] if name in present]
+    if not names or any(len(c) != len(present) for c in configs):
+        return collections.Counter(_cost_key(model, c) for c in configs)
+    values = operator.itemgetter(*names)
+    try:
+        rows = map(values, configs) if len(names) > 1 else ((values(c),) for c in configs)
+        counts = collections.Counter(rows)
+    except TypeError:  # an unhashable value (a list read from JSON)
+        return collections.Counter(_cost_key(model, c) for c in configs)
+    return collections.Counter({tuple(zip(names, row)): n for row, n in counts.items()})
 
 
 def _hashable(value: Any) -> Any:
@@ -401,8 +421,9 @@ def job_terms(
     memory: dict[str, float] = {"base": 1.0}
     n_fits = 0
     if kind == "train":
-        for config in configs:
-            _add(terms, fit_terms(model, config, shape, score_rows=shape.n_val, bound=bound))
+        # Priced once per distinct cost key (a grid of thousands of configurations has few).
+        for key, count in _cost_key_counts(model, configs).items():
+            _add(terms, dict(_fit_terms_cached(model, key, shape, shape.n_val, bound)), count)
         typical = configs[0]  # the winner is not known in advance
         with_test = fit_terms(model, typical, shape, score_rows=shape.n_test, bound=bound)
         without = fit_terms(model, typical, shape, score_rows=0, bound=bound)
@@ -418,7 +439,8 @@ def job_terms(
     else:
         raise ValueError(f"unknown job kind {kind!r}")
     if kind != "select" or repeats > 1:
-        states = [memory_terms(model, c, shape) for c in configs]
+        # memory_terms reads only cost keys too: one state per distinct key
+        states = [memory_terms(model, dict(key), shape) for key in _cost_key_counts(model, configs)]
         largest = max(states, key=lambda s: s["state"] + s["held"])
         memory.update({"table": states[0]["table"], "state": largest["state"], "held": largest["held"]})
     else:

@@ -177,10 +177,12 @@ def _params(params_file: str, profile: str) -> Params | None:
         return None
 
 
-def _candidates(params: Params, job: Job, task: str) -> list[dict]:
+@functools.cache
+def _candidates(params_file: str, profile: str, paper: str, dataset: str, model: str, task: str) -> list[dict]:
+    """A measured job's configurations (every fold of a dataset x model has the same ones)."""
     from tabrepro.tuning import job_configs
 
-    return job_configs(params, job, task)
+    return job_configs(_params(params_file, profile), Job(paper, dataset, model, 0), task)
 
 
 def _shape_of_run(result: dict[str, Any], facts: dict[str, Any]) -> TableShape:
@@ -209,7 +211,9 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
             return []  # written under other parameters: its configurations cannot be regenerated
     except ParamsError:
         return []
-    configs = _candidates(params, job, result["task"])
+    configs = _candidates(
+        str(params_file), result.get("profile", ""), job.paper, job.dataset, job.model, result["task"]
+    )
     shape = _shape_of_run(result, facts.facts(result["source"]))
     repeats = params.repeats(job.paper, job.dataset)
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"

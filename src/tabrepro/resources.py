@@ -22,12 +22,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabrepro.config import Job
+from tabrepro.io import write_json
 
 if TYPE_CHECKING:
     from tabrepro.config import Params
@@ -143,6 +147,37 @@ def combine_sequential(estimates: list[JobEstimate]) -> JobEstimate:
     )
 
 
+def _cache_key(kind: str, paper: str, dataset: str, model: str, batch: int | None) -> str:
+    return f"{kind}|{paper}|{dataset}|{model}|{'' if batch is None else batch}"
+
+
+def sizing_inputs_digest(params: Params) -> str:
+    """A digest of everything the compute plan's sizes depend on (see JobSizer's cache)."""
+    from tabrepro.config import DEFAULT_PARAMS_FILE
+    from tabrepro.plan_inputs import DEFAULT_BENCH_DIR, DEFAULT_FACTS_FILE, default_results_dirs
+
+    digest = hashlib.sha256(json.dumps([params.profile_name, params.raw], sort_keys=True, default=str).encode())
+    package = Path(__file__).resolve().parent
+    files = [
+        *sorted(package.rglob("*.py")),
+        *sorted(package.rglob("*.yaml")),
+        *sorted(package.rglob("*.json")),
+        Path(DEFAULT_PARAMS_FILE),  # the calibration regenerates measured jobs' configurations from it
+        DEFAULT_FACTS_FILE,
+        *sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")),
+        *sorted(params.data_dir.glob("processed/*/*.json")),
+    ]
+    for results in default_results_dirs():
+        files += sorted(results.glob("*/*/*/fold*/metrics.json"))
+    for file in files:
+        try:
+            stat = file.stat()
+        except OSError:
+            continue
+        digest.update(f"{file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 class JobSizer:
     """The requests of one Params' jobs; what the workflow's rules call (common.smk).
 
@@ -150,10 +185,12 @@ class JobSizer:
     first training job asked about; estimates are shared by a job's folds, which cost the same.
     """
 
-    def __init__(self, params: Params, planner: Planner | None = None) -> None:
+    def __init__(self, params: Params, planner: Planner | None = None, cache_dir: Path | None = None) -> None:
         self.params = params
         self.policy = policy(params)
         self._planner = planner
+        self._cache_dir = cache_dir
+        self._cached: dict[str, Request] | None = None
 
     @property
     def planner(self) -> Planner:
@@ -180,7 +217,50 @@ class JobSizer:
             return _fixed(training["fixed"], default)
         get = wildcards.get if isinstance(wildcards, Mapping) else functools.partial(getattr, wildcards)
         batch = int(get("batch")) if rule == "train_batch" else None
-        return self._planned(TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), batch)
+        key = (TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), batch)
+        if self._cache_dir is not None:
+            if self._cached is None:
+                self._cached = self._load_or_build_cache()
+            found = self._cached.get(_cache_key(*key))
+            if found is not None:
+                return found
+        return self._planned(*key)
+
+    def training_keys(self) -> list[tuple[str, str, str, str, int | None]]:
+        """Every distinct training request of the profile: (kind, paper, dataset, model, batch)."""
+        from tabrepro.models.registry import get_model_class
+
+        keys = []
+        for paper, dataset, model in dict.fromkeys((j.paper, j.dataset, j.model) for j in self.params.jobs()):
+            if get_model_class(model).per_config_jobs:
+                keys += [
+                    ("train_config", paper, dataset, model, b)
+                    for b in range(len(self.config_batches(paper, dataset, model)))
+                ]
+                keys.append(("select", paper, dataset, model, None))
+            else:
+                keys.append(("train", paper, dataset, model, None))
+        return keys
+
+    def _load_or_build_cache(self) -> dict[str, Request]:
+        """Every training request of the profile, from `cache_dir` when its inputs are unchanged.
+
+        Calibrating the cost model and pricing thousands of configurations takes seconds, which
+        every Snakemake start (every dry run) would pay. The file is named by a digest of all
+        that the sizes depend on (the parameters, tabrepro's sources, the run records, benchmark
+        and facts files, the prepared tables' schemas), so a change to any of them misses.
+        """
+        path = Path(self._cache_dir) / f"sizes-{sizing_inputs_digest(self.params)}.json"
+        if path.is_file():
+            try:
+                return {k: Request(*v) for k, v in json.loads(path.read_text()).items()}
+            except (ValueError, TypeError):
+                pass  # a damaged cache is rebuilt
+        table = {_cache_key(*key): self._planned(*key) for key in self.training_keys()}
+        for old in Path(self._cache_dir).glob("sizes-*.json"):
+            old.unlink(missing_ok=True)
+        write_json(path, {k: dataclasses.astuple(v) for k, v in table.items()})
+        return table
 
     @functools.cache  # noqa: B019 - one sizer per workflow run; folds share
     def _planned(self, kind: str, paper: str, dataset: str, model: str, batch: int | None) -> Request:

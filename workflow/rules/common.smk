@@ -5,13 +5,14 @@ import os
 import re
 import shlex
 import sys
+from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
 
 from tabrepro.analysis.jobs import active_settings, lookup_input_files
 from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
-from tabrepro.config import Job, Params, ParamsError
+from tabrepro.config import YAML_LOADER, Job, Params, ParamsError
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
 from tabrepro.resources import JobSizer
@@ -26,7 +27,7 @@ def _load_params(config):
     params.yaml itself, so any other override would silently not reach the jobs.
     """
     with open(PARAMS_FILE) as handle:
-        on_disk = yaml.safe_load(handle)
+        on_disk = yaml.load(handle, Loader=YAML_LOADER)
     extra = sorted(k for k in config if k != "profile" and config[k] != on_disk.get(k))
     if extra:
         raise ParamsError(f"--config may only set 'profile' (got {', '.join(extra)}); edit {PARAMS_FILE} instead")
@@ -36,7 +37,8 @@ def _load_params(config):
 try:
     PARAMS = _load_params(config)
 except ParamsError as error:  # one line naming the bad key, not Snakemake's stack of frames
-    sys.exit(f"tabrepro: error: {error}")
+    print(f"tabrepro: error: {error}", file=sys.stderr)
+    sys.exit(2)
 PROFILE = PARAMS.profile_name
 # Every path of the run, as patterns with wildcards (tabrepro.layout): the one place they are spelt.
 LAYOUT = PARAMS.layout
@@ -44,8 +46,9 @@ LAYOUT = PARAMS.layout
 CLI = f"{shlex.quote(sys.executable)} -m tabrepro --params {PARAMS_FILE} --profile {PROFILE} --quiet"
 
 SELECTED_PAPERS = [p for p in PARAMS.papers if PARAMS.jobs([p])]
-# Threads, memory and run time of every rule's jobs (params.yaml `resources`; tabrepro.resources).
-SIZER = JobSizer(PARAMS)
+# Threads, memory and run time of every rule's jobs (params.yaml `resources`; tabrepro.resources),
+# kept in .snakemake/ between runs while what they depend on is unchanged.
+SIZER = JobSizer(PARAMS, cache_dir=Path(".snakemake/tabrepro-sizes"))
 
 
 def downloaded_sources():
