@@ -106,7 +106,7 @@ def first_request(work: Path, rule: str, fold: int):
     from tabrepro.config import Params
     from tabrepro.resources import JobSizer
 
-    wildcards = {"paper": "npt", "dataset": "breast_cancer", "model": "npt", "fold": fold, "config": 0}
+    wildcards = {"paper": "npt", "dataset": "breast_cancer", "model": "npt", "fold": fold, "batch": 0}
     return JobSizer(Params.from_file(work / "params.yaml")).request(rule, wildcards)
 
 
