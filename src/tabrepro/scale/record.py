@@ -70,10 +70,12 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
         machine = run["machine"]
         commit, _, dirty = str(machine.get("commit")).partition("+")
         shown = run["path"].resolve().relative_to(root.resolve()).as_posix()
+        timeout = run.get("stage_timeout_s")
         lines.append(
             f"- `{shown}`: {machine['cpu']} ({machine['isa']}), {machine['cores']} cores, "
-            f"{machine['memory_mb'] / 1024:.0f} GiB, {run['threads']} thread(s) per job, stage timeout "
-            f"{run.get('stage_timeout_s') or 'none'} s, tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
+            f"{machine['memory_mb'] / 1024:.0f} GiB, {run['threads']} thread(s) per job, "
+            f"{f'stage timeout {timeout} s' if timeout else 'no stage timeout'}, "
+            f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
         )
     lines += ["", "| stage | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
     for stage in stages:
