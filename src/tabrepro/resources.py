@@ -251,11 +251,10 @@ class JobSizer:
         and facts files, the prepared tables' schemas), so a change to any of them misses.
         """
         path = Path(self._cache_dir) / f"sizes-{sizing_inputs_digest(self.params)}.json"
-        if path.is_file():
-            try:
-                return {k: Request(*v) for k, v in json.loads(path.read_text()).items()}
-            except (ValueError, TypeError):
-                pass  # a damaged cache is rebuilt
+        try:
+            return {k: Request(*v) for k, v in json.loads(path.read_text()).items()}
+        except (OSError, ValueError, TypeError):
+            pass  # missing (or removed meanwhile by another run), or damaged: rebuilt
         table = {_cache_key(*key): self._planned(*key) for key in self.training_keys()}
         for old in Path(self._cache_dir).glob("sizes-*.json"):
             old.unlink(missing_ok=True)
