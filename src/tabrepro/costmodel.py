@@ -420,9 +420,11 @@ def job_terms(
     terms: dict[str, float] = {"start": 1.0, "load": shape.n_rows * max(shape.n_features, 1) / 1e6}
     memory: dict[str, float] = {"base": 1.0}
     n_fits = 0
+    # Configurations priced once per distinct cost key (a grid of thousands of them has few);
+    # memory_terms reads only cost keys too. Not needed by a selection that retrains nothing.
+    counts = _cost_key_counts(model, configs) if kind != "select" or repeats > 1 else None
     if kind == "train":
-        # Priced once per distinct cost key (a grid of thousands of configurations has few).
-        for key, count in _cost_key_counts(model, configs).items():
+        for key, count in counts.items():
             _add(terms, dict(_fit_terms_cached(model, key, shape, shape.n_val, bound)), count)
         typical = configs[0]  # the winner is not known in advance
         with_test = fit_terms(model, typical, shape, score_rows=shape.n_test, bound=bound)
@@ -438,9 +440,8 @@ def job_terms(
         n_fits = repeats - 1
     else:
         raise ValueError(f"unknown job kind {kind!r}")
-    if kind != "select" or repeats > 1:
-        # memory_terms reads only cost keys too: one state per distinct key
-        states = [memory_terms(model, dict(key), shape) for key in _cost_key_counts(model, configs)]
+    if counts is not None:
+        states = [memory_terms(model, dict(key), shape) for key in counts]
         largest = max(states, key=lambda s: s["state"] + s["held"])
         memory.update({"table": states[0]["table"], "state": largest["state"], "held": largest["held"]})
     else:
