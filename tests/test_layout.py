@@ -54,6 +54,7 @@ EXPECTED = {
     "prepare_log": "{logs}/prepare/{source}.log",
     "split_log": "{logs}/split/{paper}/{dataset}.log",
     "train_log": "{logs}/train/{paper}/{dataset}/{model}/fold{fold}.log",
+    "train_folds_log": "{logs}/train/{paper}/{dataset}/{model}/folds.log",
     "config_batch_log": "{logs}/train/{paper}/{dataset}/{model}/fold{fold}/batch{batch}.log",
     "select_log": "{logs}/train/{paper}/{dataset}/{model}/fold{fold}/select.log",
     "tables_log": "{logs}/tables/{paper}.log",

@@ -87,6 +87,8 @@ def live_profile(raw: dict) -> None:
                 },
             }
         },
+        # a train job per fold: the tests below follow, cancel and rerun k-NN's fold jobs one by one
+        resources={"training": {"folds_in_one_job": []}},
     )
     raw["profile"] = PROFILE
 

@@ -14,7 +14,7 @@ from tabrepro.config import Job, Params, ParamsError
 from tabrepro.costmodel import CostModel, calibrate
 from tabrepro.plan import JobEstimate, Planner
 from tabrepro.plan_inputs import DatasetFacts
-from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, policy, size_job
+from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, fold_groups, policy, size_job
 
 PARAMS = REPO / "params.yaml"
 
@@ -72,6 +72,38 @@ def test_configs_per_job_names_only_per_configuration_models(raw, model, message
     edited = copy.deepcopy(raw)
     edited["profiles"]["quick"]["resources"] = {"training": {"configs_per_job": {model: 5}}}
     with pytest.raises(ParamsError, match=r"profiles\.quick\.resources\.training\.configs_per_job"):
+        Params(edited, source="params.yaml")
+
+
+def test_folds_train_together_where_params_say_so_and_ask_for_their_summed_time():
+    quick = Params.from_file(PARAMS, profile="quick")  # folds_in_one_job: all
+    groups = fold_groups(quick, policy(quick))
+    assert [(g.paper, g.dataset, g.folds) for g in groups] == [("npt", "breast_cancer", tuple(range(10)))]
+    assert "tabnet" in groups[0].models and "npt" not in groups[0].models  # NPT: train_batch jobs
+    paper = Params.from_file(PARAMS, profile="paper")  # the cheap models, on the 10-fold datasets only
+    groups = {(g.paper, g.dataset): g for g in fold_groups(paper, policy(paper))}
+    assert {"breast_cancer", "boston"} <= {d for _, d in groups} and ("npt", "higgs") not in groups
+    assert "xgboost" in groups["npt", "boston"].models and "mlp" not in groups["npt", "boston"].models
+    sizer = _sizer(paper)
+    single = sizer.planner.estimate(Job("npt", "boston", "xgboost", 0), "train", bound=True)
+    request = sizer.request("train_folds", {"paper": "npt", "dataset": "boston", "model": "xgboost"})
+    assert request == size_job(combine_sequential([single] * 10), policy(paper)["training"])
+    assert request.runtime_min >= sizer.request("train", _train("boston", "xgboost")).runtime_min
+    assert ("train_folds", "npt", "boston", "xgboost", None) in sizer.training_keys()
+    assert ("train", "npt", "boston", "mlp", None) in sizer.training_keys()
+
+
+@pytest.mark.parametrize(
+    ("models", "message"),
+    [(["knnn"], r"unknown model 'knnn'.*knn"), (["npt"], r"'npt' trains one job per configuration")],
+)
+def test_folds_in_one_job_names_only_in_job_models(raw, models, message):
+    edited = copy.deepcopy(raw)
+    edited["profiles"]["quick"]["resources"] = {"training": {"folds_in_one_job": models}}
+    with pytest.raises(ParamsError, match=r"profiles\.quick\.resources\.training\.folds_in_one_job.*" + message):
+        Params(edited, source="params.yaml")
+    edited["profiles"]["quick"]["resources"] = {"training": {"folds_in_one_job": "some"}}
+    with pytest.raises(ParamsError, match="folds_in_one_job"):
         Params(edited, source="params.yaml")
 
 
@@ -172,7 +204,8 @@ def test_every_workflow_rule_is_known_and_every_known_rule_exists():
     text = "\n".join(p.read_text() for p in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))])
     named = set(re.findall(r"^(?:rule|checkpoint) (\w+):", text, re.MULTILINE)) - {"all", "tables"}
     assert 'f"tables_{_paper}"' in text  # one tables rule per paper; params.yaml calls them `tables`
-    assert named | {"tables"} == set(RULES)
+    assert 'f"train_folds_{_group.paper}_{_group.dataset}"' in text  # one per fold group: `train_folds`
+    assert named | {"tables", "train_folds"} == set(RULES)
 
 
 def test_a_paper_dry_run_asks_more_for_a_large_dataset_than_for_a_small_one(tmp_path):
@@ -190,7 +223,7 @@ def test_a_paper_dry_run_asks_more_for_a_large_dataset_than_for_a_small_one(tmp_
     requested = {}
     for block in re.split(r"\n(?=\S*rule \w+:)", dry.stdout + dry.stderr):
         found = re.search(r"dataset=(\w+), model=xgboost", block)
-        if found and "rule train:" in block:
+        if found and re.search(r"rule train(_folds_\w+)?:", block):  # breast cancer: its folds in one job
             threads = re.search(r"threads: (\d+)", block)
             resources = dict(re.findall(r"(mem_mb|runtime)=(\d+)", block))
             requested[found.group(1)] = (

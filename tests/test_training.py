@@ -185,3 +185,22 @@ def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(pr
     result = run_job(params, job, progress=False)
     assert len(alive) == 4 and most <= 1  # before each fit, at most the leader is still alive
     assert result["selection"] == reference["selection"] and result["metrics"] == reference["metrics"]
+
+
+def test_folds_trained_in_one_process_give_what_their_own_jobs_give(prepared, capsys):
+    """train-folds (the workflow's train_folds job) against one run_job per fold: the same
+    metrics, choice and split for each fold, though the first fold ran before the second."""
+    _, params_file, params, _, _ = prepared
+    args = ["--params", str(params_file), "--quiet"]
+    assert main([*args, "train-folds", "npt", "breast_cancer", "knn", "--folds", "1", "0"]) == 0
+    for fold in (0, 1):
+        job = Job("npt", "breast_cancer", "knn", fold)
+        together = json.loads(params.layout.job_metrics.path(job).read_text())
+        alone = run_job(params, job, progress=False)
+        for key in ("metrics", "selected_config", "selection", "split", "params_digest"):
+            assert together[key] == json.loads(json.dumps(alone[key])), key
+        assert together["peak_memory_mb"] > 0
+    assert main([*args, "train-folds", "npt", "breast_cancer", "npt"]) == 2
+    assert "use `tabrepro train-batch`" in capsys.readouterr().err
+    assert main([*args, "train-folds", "npt", "breast_cancer", "knn", "--folds", "10"]) == 2
+    assert "fold 10 out of range" in capsys.readouterr().err

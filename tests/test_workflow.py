@@ -51,6 +51,8 @@ def end_to_end_profile(raw: dict, datasets: list[str]) -> None:
             },
         },
     )
+    # k-NN trains its folds in one train_folds job, the random forest a train job per fold.
+    raw["profiles"]["tiny"]["resources"] = {"training": {"folds_in_one_job": ["knn"]}}
     raw["profile"] = "tiny"
     # BiSHop's datasets all need downloads: the test gives its paper the embedded breast cancer set.
     raw["papers"]["bishop"]["datasets"]["breast_cancer"] = {
@@ -106,7 +108,8 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
     for name in ("table1", "table8", "table9", "table11", "table12"):
         for ext in ("md", "tex", "csv"):
             assert (work / f"results/tables/npt/{name}.{ext}").is_file()
-    assert (work / "logs/train/npt/breast_cancer/knn/fold0.log").is_file()
+    assert (work / "logs/train/npt/breast_cancer/knn/folds.log").is_file()  # both folds, one job
+    assert (work / "logs/train/npt/breast_cancer/random_forest/fold0.log").is_file()
 
     # BiSHop: two configurations, the winner (chosen on validation) retrained with 3 seeds.
     bishop = json.loads((work / "results/bishop/breast_cancer/bishop/fold0/metrics.json").read_text())
@@ -120,15 +123,16 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
     report = (work / "results/report/index.html").read_text()
     assert "Feature sparsity (BiSHop Fig. 4.1, right)" in report and "feature_sparsity.png" in report
 
-    # Nothing left to do; then one target rerun on its own.
+    # Nothing left to do; then one target rerun on its own, through each kind of training job.
     assert "Nothing to be done" in snakemake(work, "-n", "all").stdout + snakemake(work, "-n", "all").stderr
-    target = "results/npt/breast_cancer/knn/fold1/metrics.json"
-    before = json.loads((work / target).read_text())
-    rerun = snakemake(work, "--forcerun", target, "--", target)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    after = json.loads((work / target).read_text())
-    assert after["metrics"] == before["metrics"]  # deterministic on CPU
-    assert after["selected_config"] == before["selected_config"]
+    for model in ("knn", "random_forest"):
+        target = f"results/npt/breast_cancer/{model}/fold1/metrics.json"
+        before = json.loads((work / target).read_text())
+        rerun = snakemake(work, "--forcerun", target, "--", target)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        after = json.loads((work / target).read_text())
+        assert after["metrics"] == before["metrics"]  # deterministic on CPU
+        assert after["selected_config"] == before["selected_config"]
 
 
 def test_paper_profile_dry_run_lists_every_job_quickly(tmp_path):

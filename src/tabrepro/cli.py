@@ -10,6 +10,7 @@
     tabrepro prepare DATASET                     parse raw files (or the embedded copy) into a table
     tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset
     tabrepro train PAPER DATASET MODEL FOLD      tune on validation, score on test, write metrics.json
+    tabrepro train-folds PAPER DATASET MODEL     the same for the profile's folds, one after another
     tabrepro train-config PAPER DATASET MODEL FOLD C   one configuration of a per-config model (NPT, BiSHop)
     tabrepro train-batch PAPER DATASET MODEL FOLD B    batch B of its configurations (params.yaml configs_per_job)
     tabrepro select PAPER DATASET MODEL FOLD     choose a per-config model's configuration, score it on test
@@ -257,6 +258,26 @@ def cmd_train(args: argparse.Namespace) -> None:
     out = args.output or params.layout.job_metrics.path(job)
     write_result(result, Path(out))
     _print_result(Path(out), result)
+
+
+def cmd_train_folds(args: argparse.Namespace) -> None:
+    from tabrepro.training import run_folds, write_result
+
+    params = _params(args)
+    folds = args.folds
+    if folds is None:  # the profile's folds of this dataset (the workflow's train_folds job)
+        folds = list(dict.fromkeys(j.fold for j in params.jobs([args.paper]) if j.dataset == args.dataset))
+        if not folds:
+            raise ParamsError(f"profile {params.profile_name!r} runs no fold of {args.paper}/{args.dataset}")
+    jobs = [_job(params, argparse.Namespace(**{**vars(args), "fold": fold})) for fold in folds]
+    if _per_config(args.model):
+        raise ParamsError(f"{args.model} trains one job per configuration (or batch): use `tabrepro train-batch`")
+    for job in jobs:
+        _require_splits(params, job)
+    for job, result in run_folds(params, jobs, n_jobs=args.threads, progress=not args.quiet):
+        out = params.layout.job_metrics.path(job)
+        write_result(result, out)  # each fold as it finishes: a crash keeps the folds done before it
+        _print_result(out, result)
 
 
 def cmd_train_config(args: argparse.Namespace) -> None:
@@ -565,6 +586,17 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p = add(
+        "train-folds",
+        cmd_train_folds,
+        "`train` for several folds one after another in one process (the workflow's train_folds "
+        "job for params.yaml `folds_in_one_job`): each fold's metrics.json as its own job writes it",
+    )
+    p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
+    p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
+    p.add_argument("model", help="a model that tunes inside one job, e.g. xgboost")
+    p.add_argument("--folds", type=int, nargs="+", help="fold indices (default: the profile's folds of the dataset)")
+    p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
     p = add(
         "train-config",
         cmd_train_config,

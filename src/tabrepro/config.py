@@ -256,8 +256,9 @@ class Params:
         self._check_hyperparameters(sources)
 
     def _check_batching(self) -> None:
-        """`configs_per_job` may name only models that train one job per configuration (elsewhere
-        the count would be silently ignored)."""
+        """`configs_per_job` may name only models that train one job per configuration, and
+        `folds_in_one_job` only models that tune inside one job (elsewhere either would be
+        silently ignored)."""
         from tabrepro.models.registry import MODEL_NAMES, get_model_class
 
         places = {"resources.training": self.raw["resources"]["training"]}
@@ -274,6 +275,18 @@ class Params:
                         f"{where}.configs_per_job",
                         f"{model!r} tunes all its configurations inside one `train` job; only models with "
                         "a job per configuration are batched",
+                    )
+            together = training.get("folds_in_one_job") or []
+            for model in [] if together == "all" else together:
+                if model not in MODEL_NAMES:
+                    self._fail(
+                        f"{where}.folds_in_one_job", f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES)
+                    )
+                if get_model_class(model).per_config_jobs:
+                    self._fail(
+                        f"{where}.folds_in_one_job",
+                        f"{model!r} trains one job per configuration (train_batch); only models that tune "
+                        "inside one job train their folds together",
                     )
 
     def _check_hyperparameters(self, sources: dict) -> None:

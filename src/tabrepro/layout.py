@@ -140,6 +140,7 @@ class RunLayout:
     prepare_log = _Entry("logs", "prepare/{source}.log")
     split_log = _Entry("logs", "split/{paper}/{dataset}.log")
     train_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}.log")
+    train_folds_log = _Entry("logs", "train/{paper}/{dataset}/{model}/folds.log")
     config_batch_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/batch{batch}.log")
     select_log = _Entry("logs", "train/{paper}/{dataset}/{model}/fold{fold}/select.log")
     tables_log = _Entry("logs", "tables/{paper}.log")

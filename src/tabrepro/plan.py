@@ -138,7 +138,8 @@ class Planner:
 
     def workflow_jobs(self, job: Job) -> int:
         """How many workflow jobs one fold-level job takes: 1 (train), or its train_batch jobs
-        (`configs_per_job` configurations each) plus the selection."""
+        (`configs_per_job` configurations each) plus the selection. (The folds of a train_folds
+        job share one: see `rows`.)"""
         from tabrepro.models.registry import get_model_class
         from tabrepro.resources import config_batches, policy
 
@@ -148,9 +149,12 @@ class Planner:
 
     def rows(self) -> list[PlanRow]:
         """One row per paper x dataset x model of the profile (folds of one row cost the same)."""
+        from tabrepro.resources import fold_groups, policy
+
         groups: dict[tuple[str, str, str], list[Job]] = {}
         for job in self.params.jobs():
             groups.setdefault((job.paper, job.dataset, job.model), []).append(job)
+        together = {(g.paper, g.dataset, m) for g in fold_groups(self.params, policy(self.params)) for m in g.models}
         rows = []
         for (paper, dataset, model), jobs in groups.items():
             folds = len(jobs)
@@ -163,7 +167,7 @@ class Planner:
                     configs=self.params.n_configs(paper, dataset, model),
                     folds=folds,
                     fits=folds * sum(e.n_fits for e in estimates),
-                    jobs=folds * self.workflow_jobs(jobs[0]),
+                    jobs=1 if (paper, dataset, model) in together else folds * self.workflow_jobs(jobs[0]),
                     cpu_hours=folds * sum(0.0 if e.gpu else e.cpu_seconds for e in estimates) / 3600,
                     gpu_hours=folds * sum(e.gpu_seconds for e in estimates) / 3600,
                     peak_mb=max(e.peak_mb for e in estimates),

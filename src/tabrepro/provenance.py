@@ -114,10 +114,25 @@ def package_versions() -> dict[str, str]:
 
 
 def peak_memory_mb() -> float:
-    """Peak resident memory of this process and its finished children (Linux reports KiB)."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Peak resident memory of this process (since `reset_peak_memory`, where Linux allows it)
+    and of its finished children, in MiB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    try:  # the high-water mark that `reset_peak_memory` resets (ru_maxrss never goes down)
+        status = Path("/proc/self/status").read_text()
+        own = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     return max(own, children) / 1024.0
+
+
+def reset_peak_memory() -> None:
+    """Start `peak_memory_mb` afresh from the current resident set (Linux; elsewhere a no-op),
+    so that each of several jobs run in one process records its own peak."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:

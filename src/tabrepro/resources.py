@@ -5,10 +5,10 @@ The policy is params.yaml's `resources:` section, which a profile may override k
 
 * `default` and `rules`: fixed requests for the bookkeeping and data rules (fetch, prepare,
   split, tables, ...), per rule where it needs more than the default;
-* `training`: the train, train_batch and select_config jobs. With `sizing: plan` each job is
-  sized by the compute plan (tabrepro.plan): the calibrated cost model's estimate of that job's
-  run time and peak memory for its model family, search budget and dataset size, times the
-  safety factors, within the bounds. CPU models that can use several cores and are predicted to
+* `training`: the train, train_folds, train_batch and select_config jobs. With `sizing: plan`
+  each job is sized by the compute plan (tabrepro.plan): the calibrated cost model's estimate of
+  that job's run time and peak memory for its model family, search budget and dataset size,
+  times the safety factors, within the bounds. CPU models that can use several cores and are predicted to
   run longer than `long_job_hours` on one get 2, 4, 8, ... threads. With `sizing: fixed` every
   training job gets `fixed`.
 
@@ -45,6 +45,8 @@ __all__ = [
     "combine_sequential",
     "config_batches",
     "configs_per_job",
+    "FoldGroup",
+    "fold_groups",
     "policy",
     "size_job",
 ]
@@ -57,6 +59,7 @@ RULES = (
     "prepare",
     "split",
     "train",
+    "train_folds",
     "train_batch",
     "select_config",
     "tables",
@@ -70,7 +73,14 @@ RULES = (
 # Training rules and the compute plan's name for their kind of job.
 # A train_batch job trains several configurations one after another (`configs_per_job`); the plan
 # estimates each (kind train_config) and the job asks for their sum of time and their largest memory.
-TRAINING_RULES = {"train": "train", "train_batch": "train_config", "select_config": "select"}
+# A train_folds job likewise trains a dataset's folds one after another (`folds_in_one_job`): the
+# sum of its folds' train estimates.
+TRAINING_RULES = {
+    "train": "train",
+    "train_folds": "train_folds",
+    "train_batch": "train_config",
+    "select_config": "select",
+}
 # Model families that use more than one core when given them (the rest run on one).
 THREADED_FAMILIES = ("boosting_hist", "catboost", "random_forest", "knn", "mlp")
 THREAD_EFFICIENCY = 0.8  # the speed-up of t threads is taken as t ** 0.8
@@ -133,6 +143,40 @@ def config_batches(params: Params, policy_: Mapping[str, Any], paper: str, datas
     n = params.n_configs(paper, dataset, model)
     size = configs_per_job(policy_, model)
     return [range(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+@dataclass(frozen=True)
+class FoldGroup:
+    """The folds of one paper x dataset that `models` train one after another in one job each."""
+
+    paper: str
+    dataset: str
+    folds: tuple[int, ...]
+    models: tuple[str, ...]
+
+
+def fold_groups(params: Params, policy_: Mapping[str, Any]) -> list[FoldGroup]:
+    """The profile's train_folds jobs, per paper x dataset with several folds (params.yaml
+    `folds_in_one_job`: in-job models, or all; default none).
+
+    A fold's result does not depend on the job it runs in: the same seeds, data and threads.
+    What grouping saves is a process start with its imports (~2 s) and a scheduler job per fold.
+    """
+    from tabrepro.models.registry import get_model_class
+
+    together = policy_["training"].get("folds_in_one_job") or []
+    folds: dict[tuple[str, str], dict[int, None]] = {}
+    models: dict[tuple[str, str], dict[str, None]] = {}
+    for job in params.jobs():
+        if get_model_class(job.model).per_config_jobs or (together != "all" and job.model not in together):
+            continue
+        folds.setdefault((job.paper, job.dataset), {})[job.fold] = None
+        models.setdefault((job.paper, job.dataset), {})[job.model] = None
+    return [
+        FoldGroup(paper, dataset, tuple(folds[paper, dataset]), tuple(models[paper, dataset]))
+        for paper, dataset in folds
+        if len(folds[paper, dataset]) > 1
+    ]
 
 
 def combine_sequential(estimates: list[JobEstimate]) -> JobEstimate:
@@ -204,6 +248,11 @@ class JobSizer:
         """The configurations of each `train_batch` job of a per-configuration model, in order."""
         return config_batches(self.params, self.policy, paper, dataset, model)
 
+    @functools.cached_property
+    def fold_groups(self) -> dict[tuple[str, str], FoldGroup]:
+        """The profile's train_folds jobs' fold groups, by paper x dataset."""
+        return {(g.paper, g.dataset): g for g in fold_groups(self.params, self.policy)}
+
     def request(self, rule: str, wildcards: Mapping[str, Any] | Any = None) -> Request:
         """The first attempt's request of one job of `rule` (wildcards: paper, dataset, model,
         fold and, for train_batch, batch)."""
@@ -239,7 +288,9 @@ class JobSizer:
                 ]
                 keys.append(("select", paper, dataset, model, None))
             else:
-                keys.append(("train", paper, dataset, model, None))
+                group = self.fold_groups.get((paper, dataset))
+                grouped = group is not None and model in group.models
+                keys.append(("train_folds" if grouped else "train", paper, dataset, model, None))
         return keys
 
     def _load_or_build_cache(self) -> dict[str, Request]:
@@ -264,7 +315,10 @@ class JobSizer:
     @functools.cache  # noqa: B019 - one sizer per workflow run; folds share
     def _planned(self, kind: str, paper: str, dataset: str, model: str, batch: int | None) -> Request:
         job = Job(paper, dataset, model, 0)
-        if batch is None:
+        if kind == "train_folds":
+            folds = self.fold_groups[paper, dataset].folds
+            estimate = combine_sequential([self.planner.estimate(job, "train", bound=True)] * len(folds))
+        elif batch is None:
             estimate = self.planner.estimate(job, kind, bound=True)
         else:
             configs = self.config_batches(paper, dataset, model)[batch]

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
-from tabrepro.provenance import peak_memory_mb, provenance
+from tabrepro.provenance import peak_memory_mb, provenance, reset_peak_memory
 from tabrepro.seeding import derive_seed
 from tabrepro.splits import Split, SplitError, fold_path, load_split
 from tabrepro.tuning import job_configs, select_best, variant_names
@@ -226,6 +227,15 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
             "val_scores": val_scores,
         },
     }
+
+
+def run_folds(params: Params, jobs: list[Job], *, n_jobs: int = 1, progress: bool = True) -> Iterator[tuple[Job, dict]]:
+    """`run_job` for several folds one after another in this process (a train_folds job), each
+    result yielded as it is ready. A fold's result is the one its own job would give (its seeds
+    come from its names, not from what ran before it); its peak memory is measured afresh."""
+    for job in jobs:
+        reset_peak_memory()
+        yield job, run_job(params, job, n_jobs=n_jobs, progress=progress)
 
 
 def _repeat_runs(

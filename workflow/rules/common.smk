@@ -117,6 +117,22 @@ def job_digest(wildcards):
     return PARAMS.job_digest(Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold)))
 
 
+def fold_pattern(pattern, fold):
+    """`pattern` with its {fold} wildcard filled and the others kept (a train_folds output)."""
+    return pattern.replace("{fold}", str(fold))
+
+
+# The paper x dataset fold groups that train_folds jobs train (params.yaml `folds_in_one_job`).
+FOLD_GROUPS = list(SIZER.fold_groups.values())
+
+
+def folds_digest(wildcards):
+    """Reruns a train_folds job when a parameter of any of its folds' results changes."""
+    group = SIZER.fold_groups[wildcards.paper, wildcards.dataset]
+    jobs = [Job(wildcards.paper, wildcards.dataset, wildcards.model, fold) for fold in group.folds]
+    return hashlib.sha256(" ".join(PARAMS.job_digest(job) for job in jobs).encode()).hexdigest()[:16]
+
+
 def paper_results(paper):
     """Result files of the paper's jobs whose dataset could be obtained (see `fetch_status`)."""
     jobs = PARAMS.jobs([paper])

@@ -1,5 +1,6 @@
 # Training. In-job models (the CPU baselines) tune every configuration inside one job per
-# paper x dataset x model x fold. Per-configuration models (NPT, BiSHop) run their configurations
+# paper x dataset x model x fold, or inside one train_folds job for all the profile's folds of a
+# dataset (params.yaml `folds_in_one_job`). Per-configuration models (NPT, BiSHop) run their configurations
 # in train_batch jobs (params.yaml `configs_per_job` each, default one), each configuration
 # resumable from a state file that is not a declared output, then a selection job picks the
 # configuration on validation and scores it once on test. Threads, memory and run time come from
@@ -28,6 +29,39 @@ rule train:
     shell:
         "{CLI} train {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
         " --threads {threads} --output {output} > {log} 2>&1"
+
+
+# One rule per paper x dataset whose folds train together: its outputs are the folds' own
+# metrics.json, so targets, tables and reruns name a fold's file as before (asking for one fold
+# runs the dataset's job). It takes precedence over `train` for the models it covers.
+for _group in FOLD_GROUPS:
+
+    rule:
+        name:
+            f"train_folds_{_group.paper}_{_group.dataset}"
+        input:
+            table=processed_table,
+            splits=LAYOUT.split_manifest,
+        output:
+            [fold_pattern(LAYOUT.job_metrics, fold) for fold in _group.folds],
+        log:
+            LAYOUT.train_folds_log,
+        wildcard_constraints:
+            paper=one_of([_group.paper]),
+            dataset=one_of([_group.dataset]),
+            model=one_of(_group.models),
+        threads: SIZER.threads("train_folds")
+        resources:
+            mem_mb=SIZER.mem_mb("train_folds"),
+            runtime=SIZER.runtime("train_folds"),
+            gpu=gpus,
+        params:
+            digest=folds_digest,
+        shell:
+            "{CLI} train-folds {wildcards.paper} {wildcards.dataset} {wildcards.model}"
+            " --threads {threads} > {log} 2>&1"
+
+    workflow.ruleorder(f"train_folds_{_group.paper}_{_group.dataset}", "train")
 
 
 rule train_batch:

@@ -221,7 +221,8 @@ class _PaperContext:
         layout = replace(self.params.layout, logs=self.logs_dir)
         job = Job(self.paper, dataset, model, fold)
         if not get_model_class(model).per_config_jobs:
-            candidates = [layout.train_log.path(job)]
+            # one job per fold, or one train_folds job for all of them (params.yaml folds_in_one_job)
+            candidates = [layout.train_log.path(job), layout.train_folds_log.path(job)]
         else:
             from tabrepro.resources import config_batches, policy
 
