@@ -221,3 +221,18 @@ def test_plot_averages_the_jobs_and_refuses_stale_ones(prepared):
     raw["feature_sparsity"]["tiny"]["importance_trees"] = 21
     with pytest.raises(fs.SparsityError, match="other feature_sparsity settings"):
         fs.plot_curves(Params(raw))
+
+
+def test_the_cli_runs_several_folds_in_one_process_as_single_jobs_would(prepared, tmp_path, capsys):
+    """`sparsity --fold 0 1` (a feature_sparsity_folds job) against one run_curve per fold."""
+    _, params_file, params = prepared
+    args = ["--params", str(params_file), "--quiet", "sparsity", "npt", "breast_cancer", "knn"]
+    assert main([*args, "--fold", "1", "0"]) == 0
+    for fold in (0, 1):
+        job = Job("npt", "breast_cancer", "knn", fold)
+        together = json.loads(fs.result_path(params, job).read_text())
+        alone = fs.run_curve(params, job, out_path=tmp_path / f"alone{fold}.json", progress=False)
+        assert scores(together) == scores(json.loads(alone.read_text()))
+    capsys.readouterr()
+    assert main([*args, "--fold", "0", "1", "--output", str(tmp_path / "x.json")]) == 2
+    assert "give one --fold" in capsys.readouterr().err

@@ -63,6 +63,7 @@ EXPECTED = {
     "analysis_fold_log": "{logs}/analysis/{experiment}/{dataset}/fold{fold}.log",
     "analysis_lookup_log": "{logs}/analysis/lookup/{dataset}.log",
     "sparsity_log": "{logs}/feature_sparsity/{paper}/{dataset}/{model}/fold{fold}.log",
+    "sparsity_folds_log": "{logs}/feature_sparsity/{paper}/{dataset}/{model}/folds.log",
     "sparsity_plot_log": "{logs}/feature_sparsity/{paper}/plot.log",
 }
 

@@ -356,6 +356,39 @@ def test_lamb_matches_reference(weight_decay, implementation, monkeypatch):
             torch.testing.assert_close(p.detach(), expected)
 
 
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_lamb_small_tensors_step_bit_for_bit_as_the_per_tensor_loop(weight_decay):
+    """The multi-tensor path for tensors of one chunk does the per-tensor loop's operations in its
+    order (NPT's results must not move when it is taken): float32, equal bits after 5 steps."""
+    generator = torch.Generator().manual_seed(0)
+    shapes = [(31, 16), (16,), (7, 3), (1,)]
+    params = [torch.randn(s, generator=generator).requires_grad_() for s in shapes]
+    params.append(torch.zeros(5, requires_grad=True))  # a zero tensor: trust 1
+    loop = [(p.detach().clone(), torch.zeros_like(p), torch.zeros_like(p)) for p in params]
+    optimizer = Lamb(params, lr=0.01, weight_decay=weight_decay, implementation="chunked")
+    b1, b2, lr = 0.9, 0.999, 0.01
+    for step in range(1, 6):
+        grads = [torch.randn(p.shape, generator=generator) for p in params]
+        for p, g in zip(params, grads):
+            p.grad = g.clone()
+        optimizer.step()
+        c1, c2 = 1 - b1**step, 1 - b2**step
+        eps, scale = 1e-6 * math.sqrt(c2), math.sqrt(c2) / c1
+        for (p, m, v), g in zip(loop, grads):  # `_chunked_update` on a tensor of one chunk
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            r = torch.sqrt(v).add_(eps)
+            r = torch.div(m, r).mul_(scale)
+            if weight_decay:
+                r.add_(p, alpha=weight_decay)
+            update_sq = torch.zeros((), dtype=torch.float64)
+            update_sq += torch.dot(r.view(-1), r.view(-1))
+            trust = float(Lamb._trust(torch.linalg.vector_norm(p), update_sq.sqrt().float(), 10.0))
+            p.add_(r, alpha=-lr * trust)
+        for p, (expected, _, _) in zip(params, loop):
+            assert torch.equal(p.detach(), expected), step
+
+
 def test_lookahead_syncs_every_k_steps():
     p = torch.nn.Parameter(torch.tensor([1.0]))
     inner = torch.optim.SGD([p], lr=0.1)

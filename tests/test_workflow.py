@@ -163,3 +163,36 @@ def test_config_override_other_than_profile_is_refused(tmp_path):
     run = snakemake(work, "-n", "--config", "seed=3", "--", "all", timeout=120)
     assert run.returncode != 0
     assert "--config may only set 'profile'" in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_folds_in_one_job_train_and_draw_curves_through_the_workflow(tmp_path):
+    """folds_in_one_job through Snakemake: k-NN's two folds trained by one train_folds job, their
+    feature-sparsity curves by one feature_sparsity_folds job; one fold's file is still a target."""
+
+    def profile(raw: dict) -> None:
+        raw["profiles"]["grouped"] = tiny_profile(
+            ["knn"], description="fold groups", max_configs=2, folds=[0, 1],
+            resources={"training": {"folds_in_one_job": ["knn"]}},
+        )  # fmt: skip
+        raw["profile"] = "grouped"
+        raw["feature_sparsity"]["grouped"] = {
+            "paper": "npt", "models": ["knn"], "fractions": [0.0, 0.5], "orders": ["random"], "importance_trees": 5,
+        }  # fmt: skip
+
+    work = copy_workflow(tmp_path, profile)
+    curves = "results/feature_sparsity/npt/curves.csv"
+    run = snakemake(work, curves)
+    assert run.returncode == 0, run.stderr[-4000:]
+    out = run.stdout + run.stderr
+    assert "rule train_folds_npt_breast_cancer:" in out and "rule feature_sparsity_folds_npt_breast_cancer:" in out
+    assert "rule train:" not in out and "rule feature_sparsity:" not in out
+    for fold in (0, 1):
+        assert json.loads((work / f"results/npt/breast_cancer/knn/fold{fold}/metrics.json").read_text())["metrics"]
+        curve = json.loads((work / f"results/feature_sparsity/npt/breast_cancer/knn/fold{fold}.json").read_text())
+        assert len(curve["points"]) == 2
+    assert (work / "logs/train/npt/breast_cancer/knn/folds.log").is_file()
+    assert (work / "logs/feature_sparsity/npt/breast_cancer/knn/folds.log").is_file()
+    target = "results/feature_sparsity/npt/breast_cancer/knn/fold1.json"
+    rerun = snakemake(work, "--forcerun", target, "--", target)
+    assert rerun.returncode == 0 and "rule feature_sparsity_folds_npt_breast_cancer:" in rerun.stdout + rerun.stderr

@@ -454,19 +454,24 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
     import torch
 
     from tabrepro.feature_sparsity import run_curve
+    from tabrepro.provenance import reset_peak_memory
 
     torch.set_num_threads(args.threads)
     params = _params(args)
     params.dataset_entry(args.paper, args.dataset)  # a clear error for an unknown dataset
-    path = run_curve(
-        params,
-        Job(args.paper, args.dataset, args.model, args.fold),
-        metrics_path=args.metrics,
-        out_path=args.output,
-        n_jobs=args.threads,
-        progress=not args.quiet,
-    )
-    print(path)
+    if len(args.fold) > 1 and (args.metrics or args.output):
+        raise ParamsError("--metrics and --output name one fold's files: give one --fold with them")
+    for fold in args.fold:  # several: one after another in this process (a sparsity_folds job)
+        reset_peak_memory()  # each fold's result records its own peak
+        path = run_curve(
+            params,
+            Job(args.paper, args.dataset, args.model, fold),
+            metrics_path=args.metrics,
+            out_path=args.output,
+            n_jobs=args.threads,
+            progress=not args.quiet,
+        )
+        print(path)
 
 
 def cmd_sparsity_plot(args: argparse.Namespace) -> None:
@@ -689,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paper", help="paper whose main run selected the configuration")
     p.add_argument("dataset")
     p.add_argument("model", help="a model the profile runs on this dataset")
-    p.add_argument("--fold", type=int, required=True)
+    p.add_argument("--fold", type=int, nargs="+", required=True, help="fold index, or several run one after another")
     p.add_argument("--metrics", type=Path, help="the main run's metrics.json (default: from the results tree)")
     p.add_argument(
         "--output", type=Path, help="result file (default: results/feature_sparsity/PAPER/DATASET/MODEL/foldK.json)"

@@ -149,6 +149,7 @@ class RunLayout:
     analysis_fold_log = _Entry("logs", "analysis/{experiment}/{dataset}/fold{fold}.log")
     analysis_lookup_log = _Entry("logs", "analysis/lookup/{dataset}.log")
     sparsity_log = _Entry("logs", "feature_sparsity/{paper}/{dataset}/{model}/fold{fold}.log")
+    sparsity_folds_log = _Entry("logs", "feature_sparsity/{paper}/{dataset}/{model}/folds.log")
     sparsity_plot_log = _Entry("logs", "feature_sparsity/{paper}/plot.log")
 
     @classmethod

@@ -155,9 +155,10 @@ class FoldGroup:
     models: tuple[str, ...]
 
 
-def fold_groups(params: Params, policy_: Mapping[str, Any]) -> list[FoldGroup]:
-    """The profile's train_folds jobs, per paper x dataset with several folds (params.yaml
-    `folds_in_one_job`: in-job models, or all; default none).
+def fold_groups(params: Params, policy_: Mapping[str, Any], jobs: list[Job] | None = None) -> list[FoldGroup]:
+    """The jobs that run a dataset's folds one after another, per paper x dataset with several
+    folds: of `jobs` (default: the profile's training jobs; the feature-sparsity curves pass
+    theirs), those of the in-job models params.yaml `folds_in_one_job` lists (or all; default none).
 
     A fold's result does not depend on the job it runs in: the same seeds, data and threads.
     What grouping saves is a process start with its imports (~2 s) and a scheduler job per fold.
@@ -167,7 +168,7 @@ def fold_groups(params: Params, policy_: Mapping[str, Any]) -> list[FoldGroup]:
     together = policy_["training"].get("folds_in_one_job") or []
     folds: dict[tuple[str, str], dict[int, None]] = {}
     models: dict[tuple[str, str], dict[str, None]] = {}
-    for job in params.jobs():
+    for job in params.jobs() if jobs is None else jobs:
         if get_model_class(job.model).per_config_jobs or (together != "all" and job.model not in together):
             continue
         folds.setdefault((job.paper, job.dataset), {})[job.fold] = None

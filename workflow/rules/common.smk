@@ -15,7 +15,7 @@ from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 from tabrepro.config import YAML_LOADER, Job, Params, ParamsError
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
-from tabrepro.resources import JobSizer
+from tabrepro.resources import JobSizer, fold_groups
 
 PARAMS_FILE = "params.yaml"
 
@@ -245,6 +245,21 @@ def sparsity_main_run(wildcards):
         "table": str(LAYOUT.processed_table.path(source=source)),
         "splits": str(LAYOUT.split_manifest.path(paper=job.paper, dataset=job.dataset)),
     }
+
+
+def sparsity_main_runs(wildcards, folds):
+    """The main runs of a dataset x model's folds (a feature_sparsity_folds job), by name."""
+    job = Job(wildcards.paper, wildcards.dataset, wildcards.model, folds[0])
+    source = PARAMS.source_of(job.paper, job.dataset)
+    return {
+        **{f"metrics{k}": str(LAYOUT.job_metrics.path(job, fold=k)) for k in folds},
+        "table": str(LAYOUT.processed_table.path(source=source)),
+        "splits": str(LAYOUT.split_manifest.path(paper=job.paper, dataset=job.dataset)),
+    }
+
+
+# The paper x dataset fold groups of the curves (params.yaml `folds_in_one_job`, as for training).
+SPARSITY_GROUPS = fold_groups(PARAMS, SIZER.policy, SPARSITY_JOBS)
 
 
 def sparsity_results(wildcards=None):

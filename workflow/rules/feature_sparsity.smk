@@ -29,6 +29,38 @@ rule feature_sparsity:
         " --threads {threads} > {log} 2>&1"
 
 
+# The folds of the models that params.yaml `folds_in_one_job` lists run one after another in one
+# job per paper x dataset x model (their outputs are the folds' own files), as in train.smk.
+for _group in SPARSITY_GROUPS:
+
+    rule:
+        name:
+            f"feature_sparsity_folds_{_group.paper}_{_group.dataset}"
+        input:
+            unpack(lambda wildcards, group=_group: sparsity_main_runs(wildcards, group.folds)),
+        output:
+            [fold_pattern(LAYOUT.sparsity_result, fold) for fold in _group.folds],
+        log:
+            LAYOUT.sparsity_folds_log,
+        wildcard_constraints:
+            paper=one_of([_group.paper]),
+            dataset=one_of([_group.dataset]),
+            model=one_of(_group.models),
+        threads: SIZER.threads("feature_sparsity")
+        resources:
+            mem_mb=SIZER.mem_mb("feature_sparsity"),
+            runtime=SIZER.runtime("feature_sparsity"),
+            gpu=gpus,
+        params:
+            digest=lambda wildcards: SPARSITY.digest(PARAMS.seed),
+            folds=" ".join(map(str, _group.folds)),
+        shell:
+            "{CLI} sparsity {wildcards.paper} {wildcards.dataset} {wildcards.model}"
+            " --fold {params.folds} --threads {threads} > {log} 2>&1"
+
+    workflow.ruleorder(f"feature_sparsity_folds_{_group.paper}_{_group.dataset}", "feature_sparsity")
+
+
 rule feature_sparsity_plot:
     input:
         sparsity_results,

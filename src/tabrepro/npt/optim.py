@@ -164,6 +164,13 @@ class Lamb(Optimizer):
     ) -> None:
         beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
         chunk = self.CHUNK
+        small = [i for i, p in enumerate(params) if p.numel() <= chunk]
+        if small:
+            self._small_update(*([t[i] for i in small] for t in (params, exp_avgs, exp_avg_sqs)), hyper)
+            large = [i for i in range(len(params)) if params[i].numel() > chunk]
+            params, exp_avgs, exp_avg_sqs = ([t[i] for i in large] for t in (params, exp_avgs, exp_avg_sqs))
+            if not params:
+                return
         largest = max(min(p.numel(), chunk) for p in params)
         buffer = torch.empty(largest, dtype=params[0].dtype, device=params[0].device)
 
@@ -196,6 +203,36 @@ class Lamb(Optimizer):
                 p_chunk = flat_p[start:stop]
                 r = direction(p_chunk, flat_m[start:stop], flat_v[start:stop], buffer[: stop - start])
                 p_chunk.add_(r, alpha=-lr * trust)
+
+    def _small_update(
+        self, params: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor], hyper: _StepHyper
+    ) -> None:
+        """The chunked update of tensors that fit in one chunk, with the element-wise work done
+        by multi-tensor kernels: the same operations in the same order, so bit for bit the same
+        result, without ~20 Python-level calls per tensor. NPT's many small tensors (an embedding
+        and an output layer per attribute) made those calls a tenth of a small model's step."""
+        beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
+        grads = [p.grad.reshape(-1) for p in params]
+        flat = [p.detach().view(-1) for p in params]
+        ms, vs = [m.view(-1) for m in exp_avgs], [v.view(-1) for v in exp_avg_sqs]
+        torch._foreach_lerp_(ms, grads, 1.0 - beta1)
+        torch._foreach_mul_(vs, beta2)
+        torch._foreach_addcmul_(vs, grads, grads, value=1.0 - beta2)
+
+        # r = scale * m / (sqrt(v) + eps) (+ wd * p), as `direction` computes it
+        updates = torch._foreach_sqrt(vs)
+        torch._foreach_add_(updates, eps)
+        updates = torch._foreach_div(ms, updates)
+        if scale != 1.0:
+            torch._foreach_mul_(updates, scale)
+        if weight_decay != 0.0:
+            torch._foreach_add_(updates, flat, alpha=weight_decay)
+        # ||r||: a float32 dot widened to float64 (what the chunked loop's sum of one chunk gives)
+        update_norms = torch.stack([torch.dot(r, r) for r in updates]).double().sqrt()
+        weight_norms = torch.stack(torch._foreach_norm(flat))
+        trusts = self._trust(weight_norms, update_norms.to(weight_norms.dtype), max_trust).tolist()
+        for p, r, trust in zip(flat, updates, trusts):  # p + alpha * r in one kernel, as add_ rounds it
+            p.add_(r, alpha=-lr * trust)
 
 
 class Lookahead:
