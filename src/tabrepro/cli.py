@@ -17,7 +17,7 @@
     tabrepro tables PAPER                        aggregate per-fold results into the paper's tables
     tabrepro scorecard [PAPER]                   judge every table cell against the paper's value
     tabrepro analyse PAPER DATASET EXPERIMENT [--fold K]   one of NPT's analysis experiments
-    tabrepro sparsity PAPER DATASET MODEL --fold K   one feature-sparsity curve job (BiSHop Fig. 4.1)
+    tabrepro sparsity PAPER DATASET MODEL --fold K [K ...]   feature-sparsity curves (BiSHop Fig. 4.1)
     tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves: CSV, PNG, summary
     tabrepro report [--output-dir DIR]           the static HTML report of the whole run
     tabrepro record [NAME] [--wall-time S]       copy the run into docs/records/NAME; regenerate the
