@@ -528,6 +528,24 @@ def test_model_selection_keeps_best_validation_weights():
     assert trainer.split_loss(outputs, VAL) == pytest.approx(result.best_val_loss, rel=1e-6)
 
 
+@pytest.mark.parametrize("max_steps,lr", [(10, 3e-3), (12, 0.05)])
+def test_final_outputs_reuse_the_selected_weights_validation_pass(max_steps, lr, monkeypatch):
+    table = make_table(60)
+    trainer = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=max_steps, lr=lr, batch_size=25))
+    result = trainer.fit(table)
+    assert all(p.grad is None for p in trainer.model.parameters())  # freed after every step
+    fresh = trainer.target_outputs(table)  # a table passed in: a new pass over the eval batches
+    passes = []
+    forward = trainer.model.forward_codes
+    monkeypatch.setattr(trainer.model, "forward_codes", lambda *a: passes.append(1) or forward(*a))
+    reused = trainer.target_outputs()
+    assert not passes and torch.equal(reused, fresh)
+    assert trainer.split_loss(reused, VAL) == result.best_val_loss
+    trainer.train_step()  # a step (new weights, in general): the next call runs the model again
+    trainer.target_outputs()
+    assert passes
+
+
 @pytest.mark.parametrize(
     "options",
     [

@@ -117,6 +117,14 @@ class NPTTrainer(ResumableTrainer):
         self._plan: _EpochPlan | None = None
         self._eval_batches: list[Tensor] | None = None
         self._dropout_generator: torch.Generator | None = None
+        # Target outputs on the training table's evaluation batches, from the last validation
+        # pass: of the weights the model holds now (None once a step changes them) and of the best
+        # weights. The final test loss and the predictions of the validation and test rows then
+        # reuse the selected weights' pass instead of repeating it (three full passes over every
+        # row; hours at Income's 299k rows on a CPU). The same weights on the same batches give
+        # the same outputs, bit for bit.
+        self._current_outputs: Tensor | None = None
+        self._best_outputs: Tensor | None = None
 
     # ------------------------------------------------------------------ setup
     def _seed(self, *names: object) -> int:
@@ -151,6 +159,7 @@ class NPTTrainer(ResumableTrainer):
         self.step = 0
         self.history, self.val_history = [], []
         self.best_loss, self.best_step, self.best_weights = None, 0, None
+        self._current_outputs = self._best_outputs = None
         self.diverged = False
         self._plan = None
         self._eval_batches = self.eval_batches(self.table)
@@ -193,13 +202,17 @@ class NPTTrainer(ResumableTrainer):
             self.attributes,
             lam,
         )
-        self.optimizer.zero_grad(set_to_none=True)
         if not bool(torch.isfinite(terms.total)):
             self.diverged = True
             return {"step": float(self.step), "loss": float("nan")}
         terms.total.backward()
         grad_norm = clip_gradients(self.model.parameters(), cfg.grad_clip, cfg.grad_clip_threshold)
         self.optimizer.step()
+        # Gradients live from backward to the optimiser step only: not through the next forward
+        # pass, a validation pass or a checkpoint (a parameter-sized copy fewer at the peak:
+        # 1.4 GB for NPT-Base on Income's 41 attributes).
+        self.optimizer.zero_grad(set_to_none=True)
+        self._current_outputs = None
         self.step += 1
         record = {
             "step": float(self.step),
@@ -219,6 +232,8 @@ class NPTTrainer(ResumableTrainer):
     def target_outputs(self, table: NPTTable | None = None, batches: list[Tensor] | None = None) -> Tensor:
         """Target-attribute outputs (logits or value) for every row, all non-train targets masked."""
         assert self.model is not None
+        if table is None and self._current_outputs is not None:
+            return self._current_outputs.clone()
         if table is None:
             assert self.table is not None
             table, batches = self.table, self._eval_batches
@@ -246,13 +261,16 @@ class NPTTrainer(ResumableTrainer):
 
     def _validate(self) -> None:
         assert self.model is not None
-        loss = self.split_loss(self.target_outputs(), VAL)
+        outputs = self.target_outputs()
+        self._current_outputs = outputs
+        loss = self.split_loss(outputs, VAL)
         if loss is None:
             return
         self.val_history.append((self.step, loss))
         if self.best_loss is None or loss < self.best_loss:
             self.best_loss, self.best_step = loss, self.step
             self.best_weights = clone_state(self.model)
+            self._best_outputs = outputs
 
     def _is_eval_step(self, step: int) -> bool:
         interval = self.config.eval_every_epochs * self.steps_per_epoch
@@ -298,7 +316,9 @@ class NPTTrainer(ResumableTrainer):
     def _finish(self) -> None:
         """Load the selected weights (the last ones without validation rows, or when training
         diverged before any); persist the final state and the best weights."""
+        selected_outputs = self._current_outputs if self.best_weights is None else self._best_outputs
         self._select_weights()
+        self._current_outputs = selected_outputs
         if self.checkpoint_dir is not None:
             assert self.best_weights is not None
             atomic_torch_save(
@@ -333,7 +353,12 @@ class NPTTrainer(ResumableTrainer):
     def _last_is_best(self) -> None:
         self.best_step = self.step
 
+    def load_weights(self, path: str | Path) -> None:
+        super().load_weights(path)
+        self._current_outputs = self._best_outputs = None
+
     def _restore_progress(self, state: dict[str, Any]) -> int:
+        self._current_outputs = self._best_outputs = None  # weights from the state file
         self.step = int(state["step"])
         self.best_step = int(state["best"]["step"])
         self.history = list(state["history"])
