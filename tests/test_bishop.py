@@ -575,6 +575,23 @@ def test_early_stopping_stops_and_keeps_the_best_epoch():
     assert trainer.mean_loss(val) == pytest.approx(min(val_losses), rel=1e-5)
 
 
+@pytest.mark.parametrize("restore_best", [True, False])
+def test_predicting_the_validation_rows_reuses_the_selected_weights_pass(restore_best, monkeypatch):
+    X, y, groups = _encoded_matrix(300)
+    config = tiny(lr=5e-2, max_epochs=12, batch_size=48, early_stopping_patience=3, restore_best=restore_best)
+    est = BiSHopEstimator("classification", config, n_classes=2)
+    est.fit(X[:200], y[:200], X[200:260], y[200:260], layout=FeatureLayout.from_groups(groups))
+    trainer = est.trainer_
+    fresh = trainer.outputs(est._tensors(X[200:260])).double().numpy()
+    passes = []
+    run = trainer.outputs
+    monkeypatch.setattr(trainer, "outputs", lambda data: passes.append(len(data)) or run(data))
+    reused = est._outputs(X[200:260].copy())
+    assert not passes and np.array_equal(reused, fresh)
+    est._outputs(X[260:])  # other rows: the model runs
+    assert passes == [40]
+
+
 # ------------------------------------------------------------------------------- estimator
 def _encoded_matrix(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)

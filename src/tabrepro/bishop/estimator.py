@@ -32,6 +32,7 @@ class BiSHopEstimator(TaskEstimator):
     config: BiSHopConfig
     trainer_: BiSHopTrainer | None
     fit_result_: BiSHopFitResult | None
+    _val_X: np.ndarray | None = None  # the validation rows given to fit
 
     def _tensors(self, X: np.ndarray, y: np.ndarray | None = None) -> TabularTensors:
         """The rows of X (and their checked targets) as BiSHop's tensors."""
@@ -51,6 +52,7 @@ class BiSHopEstimator(TaskEstimator):
         assert self._layout is not None
         train = self._tensors(*train_rows)
         val = self._tensors(*val_rows) if val_rows is not None else None
+        self._val_X = val_rows[0] if val_rows is not None else None
         self.trainer_ = BiSHopTrainer(
             self.config,
             self.task,
@@ -64,6 +66,9 @@ class BiSHopEstimator(TaskEstimator):
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._layout is None:
             raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
+        kept = self.trainer_.validation_outputs()
+        if kept is not None and self._val_X is not None and _same_rows(X, self._val_X):
+            return kept.cpu().double().numpy()  # fit's validation pass with the selected weights
         outputs = self.trainer_.outputs(self._tensors(X))
         return outputs.cpu().double().numpy()
 
@@ -72,3 +77,7 @@ class BiSHopEstimator(TaskEstimator):
         if self.trainer_ is None:
             raise RuntimeError("BiSHopEstimator is not fitted; call fit() first")
         return self.trainer_.save_weights(path)
+
+
+def _same_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True)))

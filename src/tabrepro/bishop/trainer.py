@@ -152,6 +152,14 @@ class BiSHopTrainer(ResumableTrainer):
         self.bad_epochs = 0
         self.stopped_early = False
         self.diverged = False
+        # Outputs of the validation rows from the last validation pass: under the weights the
+        # model holds now (None once a step changes them) and under the best weights. The
+        # estimator's prediction of the validation rows after fit reuses the selected weights'
+        # pass (the same weights on the same rows in the same chunks: the same outputs, bit for
+        # bit) instead of repeating it: a third of BiSHop's prediction time on Forest Cover,
+        # most of it on HIGGS (1.3M validation rows).
+        self._val_outputs: Tensor | None = None
+        self._best_val_outputs: Tensor | None = None
 
     # ------------------------------------------------------------------ setup
     def _seed(self, *names: object) -> int:
@@ -224,9 +232,16 @@ class BiSHopTrainer(ResumableTrainer):
             return torch.empty((0, self.n_outputs), device=self.device)
         return torch.cat(chunks).float()
 
-    def mean_loss(self, data: TabularTensors) -> float:
+    def mean_loss(self, data: TabularTensors, outputs: Tensor | None = None) -> float:
+        """Mean loss over `data`'s rows (of `outputs` when given: the model's outputs for them)."""
         assert data.y is not None
-        return float(self.loss(self.outputs(data), data.y, reduction="sum")) / len(data)
+        outputs = self.outputs(data) if outputs is None else outputs
+        return float(self.loss(outputs, data.y, reduction="sum")) / len(data)
+
+    def validation_outputs(self) -> Tensor | None:
+        """The model's outputs for the validation rows given to fit, under its current weights,
+        when a validation pass computed them (None otherwise)."""
+        return self._val_outputs
 
     # ------------------------------------------------------------------ training
     def _epoch_batches(self, epoch: int) -> list[Tensor]:
@@ -249,6 +264,7 @@ class BiSHopTrainer(ResumableTrainer):
             return float("nan")
         loss.backward()
         self._clipped_step()
+        self._val_outputs = None
         return float(loss.detach())
 
     def _clipped_step(self) -> None:
@@ -299,7 +315,8 @@ class BiSHopTrainer(ResumableTrainer):
             return record
         monitored = record["train_loss"]
         if self.val_data is not None:
-            val_loss = self.mean_loss(self.val_data)
+            self._val_outputs = self.outputs(self.val_data)
+            val_loss = self.mean_loss(self.val_data, self._val_outputs)
             record["val_loss"] = val_loss
             monitored = val_loss
             if not math.isfinite(val_loss):
@@ -307,6 +324,7 @@ class BiSHopTrainer(ResumableTrainer):
             elif self.best_loss is None or val_loss < self.best_loss:
                 self.best_loss, self.best_epoch = val_loss, self.epoch
                 self.best_weights = clone_state(self.model)
+                self._best_val_outputs = self._val_outputs
                 self.bad_epochs = 0
             else:
                 self.bad_epochs += 1
@@ -361,7 +379,10 @@ class BiSHopTrainer(ResumableTrainer):
 
     def _finish(self) -> None:
         """Persist the final state, then keep the selected weights (best validation epoch)."""
-        self._select_weights(keep_last=not self.config.restore_best)
+        keep_last = not self.config.restore_best
+        kept = self._val_outputs if keep_last or self.best_weights is None else self._best_val_outputs
+        self._select_weights(keep_last=keep_last)
+        self._val_outputs = kept
         if self.checkpoint_dir is not None:
             self.save_weights(self.checkpoint_dir / WEIGHTS_FILE)
 
@@ -405,6 +426,9 @@ class BiSHopTrainer(ResumableTrainer):
 
     def _last_is_best(self) -> None:
         self.best_epoch = self.epoch
+
+    def _forget_outputs(self) -> None:
+        self._val_outputs = self._best_val_outputs = None
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
         self.epoch = int(state["epoch"])

@@ -167,6 +167,10 @@ class ResumableTrainer:
         """Record the current position as the selected one (its weights are taken as best)."""
         raise NotImplementedError
 
+    def _forget_outputs(self) -> None:
+        """Drop what the trainer kept of its current weights' outputs: the weights were just
+        replaced (a state file or a weights-only file was loaded)."""
+
     def _restore_progress(self, state: dict[str, Any]) -> int:
         """Restore the progress part besides the best loss and weights (restored already);
         returns where training stands (NPT: step, BiSHop: epoch)."""
@@ -203,6 +207,7 @@ class ResumableTrainer:
             return None
         self._check_data_state(path, state)
         self.model.load_state_dict(state["model"])
+        self._forget_outputs()
         self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
         self._lr_schedule().load_state_dict(state[self.schedule_key])
         self._dropout_generator.set_state(state["rng"]["dropout"])
@@ -228,6 +233,7 @@ class ResumableTrainer:
         if self.model is None:
             self.model = self.build_model()
         load_weights_into(self.model, path, self.device)
+        self._forget_outputs()
 
 
 def load_weights_into(model: torch.nn.Module, path: str | Path, device: torch.device) -> None:

@@ -353,12 +353,10 @@ class NPTTrainer(ResumableTrainer):
     def _last_is_best(self) -> None:
         self.best_step = self.step
 
-    def load_weights(self, path: str | Path) -> None:
-        super().load_weights(path)
+    def _forget_outputs(self) -> None:
         self._current_outputs = self._best_outputs = None
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
-        self._current_outputs = self._best_outputs = None  # weights from the state file
         self.step = int(state["step"])
         self.best_step = int(state["best"]["step"])
         self.history = list(state["history"])
