@@ -397,6 +397,28 @@ def test_a_reduced_stand_in_predicted_in_small_batches_gives_the_one_batch_predi
     np.testing.assert_array_equal(npt_test, one["npt"]["test"])  # same plan, same batches: deterministic
 
 
+def test_stages_import_the_benchmarked_package_from_any_work_directory(tmp_path, monkeypatch):
+    import argparse
+
+    import tabrepro
+    from tabrepro.scale.bench import Bench
+
+    other = tmp_path / "other"  # another copy of tabrepro, ahead of the installed one
+    (other / "tabrepro").mkdir(parents=True)
+    (other / "tabrepro" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    env = Bench(argparse.Namespace(work=str(tmp_path / "work"))).env
+    child = subprocess.run(
+        [sys.executable, "-c", "import tabrepro; print(tabrepro.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(child.stdout.strip()).resolve() == Path(tabrepro.__file__).resolve()
+
+
 def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):
     from tabrepro.scale import bench
 

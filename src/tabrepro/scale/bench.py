@@ -132,6 +132,17 @@ class Record:
     table: dict[str, Any] = field(default_factory=dict)  # the prepared table's shape (see table_facts)
 
 
+def _own_package_first(pythonpath: str | None) -> str:
+    """PYTHONPATH for the stages: the directory holding this tabrepro package first.
+
+    The stages run in the work directory, where a relative PYTHONPATH entry (`src`) no longer
+    points at the checkout, and the interpreter may have another copy of tabrepro installed; the
+    stages must run the code whose commit the benchmark records (`_machine()`).
+    """
+    own = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join([own, pythonpath]) if pythonpath else own
+
+
 class Bench:
     """Runs the stages of one benchmark invocation and collects their records."""
 
@@ -148,6 +159,7 @@ class Bench:
         self.params: Params | None = None  # the benchmark's parameters, once run() validated them
         self.env = {
             **os.environ,
+            "PYTHONPATH": _own_package_first(os.environ.get("PYTHONPATH")),
             "TABREPRO_DATA_DIR": str(self.data_dir),
             "TABREPRO_RESULTS_DIR": str(self.results_dir),
             ALLOW_ENV: "1",
