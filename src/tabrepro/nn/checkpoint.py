@@ -138,6 +138,13 @@ class ResumableTrainer:
     best_loss: float | None
     best_weights: dict[str, Tensor] | None
     _dropout_generator: torch.Generator | None
+    # Outputs of the last validation pass (each trainer's own kind: NPT's targets of every row,
+    # BiSHop's validation rows), under the weights the model holds now (None once a step changes
+    # them) and under the best weights. After training, the selected weights' pass stands in for
+    # the predictions that would repeat it: the same weights on the same rows in the same batches
+    # give the same outputs, bit for bit.
+    _validated_outputs: Tensor | None = None
+    _best_validated_outputs: Tensor | None = None
 
     # --- the trainer's part
     def build_model(self) -> torch.nn.Module:
@@ -168,8 +175,9 @@ class ResumableTrainer:
         raise NotImplementedError
 
     def _forget_outputs(self) -> None:
-        """Drop what the trainer kept of its current weights' outputs: the weights were just
-        replaced (a state file or a weights-only file was loaded)."""
+        """Drop the kept validation outputs: the weights were replaced (a fresh start, a state
+        file or a weights-only file)."""
+        self._validated_outputs = self._best_validated_outputs = None
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
         """Restore the progress part besides the best loss and weights (restored already);
@@ -223,10 +231,14 @@ class ResumableTrainer:
         if self.best_weights is None or keep_last:
             self._last_is_best()
             self.best_weights = clone_state(self.model)
+            selected_outputs = self._validated_outputs
+        else:
+            selected_outputs = self._best_validated_outputs
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
         self.model.load_state_dict(self.best_weights)
         self.model.eval()
+        self._validated_outputs = selected_outputs
 
     def load_weights(self, path: str | Path) -> None:
         """Load a weights-only file into the model (built fresh when there is none yet)."""

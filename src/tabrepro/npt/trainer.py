@@ -117,14 +117,6 @@ class NPTTrainer(ResumableTrainer):
         self._plan: _EpochPlan | None = None
         self._eval_batches: list[Tensor] | None = None
         self._dropout_generator: torch.Generator | None = None
-        # Target outputs on the training table's evaluation batches, from the last validation
-        # pass: of the weights the model holds now (None once a step changes them) and of the best
-        # weights. The final test loss and the predictions of the validation and test rows then
-        # reuse the selected weights' pass instead of repeating it (three full passes over every
-        # row; hours at Income's 299k rows on a CPU). The same weights on the same batches give
-        # the same outputs, bit for bit.
-        self._current_outputs: Tensor | None = None
-        self._best_outputs: Tensor | None = None
 
     # ------------------------------------------------------------------ setup
     def _seed(self, *names: object) -> int:
@@ -159,7 +151,7 @@ class NPTTrainer(ResumableTrainer):
         self.step = 0
         self.history, self.val_history = [], []
         self.best_loss, self.best_step, self.best_weights = None, 0, None
-        self._current_outputs = self._best_outputs = None
+        self._forget_outputs()
         self.diverged = False
         self._plan = None
         self._eval_batches = self.eval_batches(self.table)
@@ -212,7 +204,7 @@ class NPTTrainer(ResumableTrainer):
         # pass, a validation pass or a checkpoint (a parameter-sized copy fewer at the peak:
         # 1.4 GB for NPT-Base on Income's 41 attributes).
         self.optimizer.zero_grad(set_to_none=True)
-        self._current_outputs = None
+        self._validated_outputs = None
         self.step += 1
         record = {
             "step": float(self.step),
@@ -230,10 +222,15 @@ class NPTTrainer(ResumableTrainer):
 
     @torch.no_grad()
     def target_outputs(self, table: NPTTable | None = None, batches: list[Tensor] | None = None) -> Tensor:
-        """Target-attribute outputs (logits or value) for every row, all non-train targets masked."""
+        """Target-attribute outputs (logits or value) for every row, all non-train targets masked.
+
+        Without a table: the training table's, from the last validation pass while the weights
+        are the ones it ran with (after fit: the final test loss and the predictions of the
+        validation and test rows, three passes over every row fewer; hours at Income's size).
+        """
         assert self.model is not None
-        if table is None and self._current_outputs is not None:
-            return self._current_outputs.clone()
+        if table is None and self._validated_outputs is not None:
+            return self._validated_outputs.clone()
         if table is None:
             assert self.table is not None
             table, batches = self.table, self._eval_batches
@@ -262,7 +259,7 @@ class NPTTrainer(ResumableTrainer):
     def _validate(self) -> None:
         assert self.model is not None
         outputs = self.target_outputs()
-        self._current_outputs = outputs
+        self._validated_outputs = outputs
         loss = self.split_loss(outputs, VAL)
         if loss is None:
             return
@@ -270,7 +267,7 @@ class NPTTrainer(ResumableTrainer):
         if self.best_loss is None or loss < self.best_loss:
             self.best_loss, self.best_step = loss, self.step
             self.best_weights = clone_state(self.model)
-            self._best_outputs = outputs
+            self._best_validated_outputs = outputs
 
     def _is_eval_step(self, step: int) -> bool:
         interval = self.config.eval_every_epochs * self.steps_per_epoch
@@ -316,9 +313,7 @@ class NPTTrainer(ResumableTrainer):
     def _finish(self) -> None:
         """Load the selected weights (the last ones without validation rows, or when training
         diverged before any); persist the final state and the best weights."""
-        selected_outputs = self._current_outputs if self.best_weights is None else self._best_outputs
         self._select_weights()
-        self._current_outputs = selected_outputs
         if self.checkpoint_dir is not None:
             assert self.best_weights is not None
             atomic_torch_save(
@@ -352,9 +347,6 @@ class NPTTrainer(ResumableTrainer):
 
     def _last_is_best(self) -> None:
         self.best_step = self.step
-
-    def _forget_outputs(self) -> None:
-        self._current_outputs = self._best_outputs = None
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
         self.step = int(state["step"])
