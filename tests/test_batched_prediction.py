@@ -5,11 +5,14 @@ context (NPT's definition of minibatched prediction), never mixing batches."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import pytest
 import torch
 
 from tabrepro.bishop import BiSHopTrainer
+from tabrepro.nn import progress
+from tabrepro.nn.progress import logged_batches
 from tabrepro.npt import NPTConfig, NPTTrainer
 from test_bishop import split, tiny, toy_data
 from test_npt import TINY, make_table
@@ -56,3 +59,41 @@ def test_npt_predicts_every_row_once_each_from_its_own_batch():
         for rows in batches:  # each batch alone (its rows are the context) gives the same outputs
             alone = model.forward_codes(table.inputs[rows], table.input_missing[rows])[-1].float()
             assert torch.equal(outputs[rows], alone)
+
+
+def test_a_long_pass_logs_its_progress_at_most_once_per_interval(caplog):
+    ticks = iter([0.0, 10.0, 70.0, 80.0, 200.0, 260.0])  # start, then after each of 5 batches
+    log = logging.getLogger("test.progress")
+    with caplog.at_level(logging.INFO, logger="test.progress"):
+        seen = list(logged_batches(list("abcde"), "pass", log, every_s=60.0, clock=lambda: next(ticks)))
+    assert seen == list("abcde")
+    # 70 s after batch 2 and 200 s after batch 4; never after the last batch.
+    assert [r.getMessage() for r in caplog.records] == [
+        "pass: 2/5 batches, 70 s elapsed, about 105 s left",
+        "pass: 4/5 batches, 200 s elapsed, about 50 s left",
+    ]
+
+
+def test_a_short_pass_logs_nothing(caplog):
+    with caplog.at_level(logging.INFO):
+        assert list(logged_batches([1, 2, 3], "pass", logging.getLogger("test.progress"))) == [1, 2, 3]
+    assert not caplog.records
+
+
+def test_npt_and_bishop_prediction_passes_report_progress(caplog, monkeypatch):
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)
+    table = make_table(60)
+    npt = NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=1, batch_size=16))
+    npt.fit(table)
+    data = toy_data(40)
+    bishop = BiSHopTrainer(
+        tiny(max_epochs=1, eval_batch_size=8), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+    )
+    bishop.fit(*split(data, 30, 10)[:2])
+    with caplog.at_level(logging.INFO):
+        npt.target_outputs(table)
+        bishop.outputs(data)
+    messages = [r.getMessage() for r in caplog.records]
+    n_npt = len(npt.eval_batches(table))
+    assert any(m.startswith(f"npt evaluation pass: 1/{n_npt} batches") for m in messages)
+    assert any(m.startswith("bishop prediction pass: 1/5 batches") for m in messages)

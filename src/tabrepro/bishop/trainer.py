@@ -26,6 +26,7 @@ standardised target (regression). The validation loss is the exact mean over val
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,11 +47,14 @@ from tabrepro.nn.checkpoint import (
     tensor_digest,
     to_cpu,
 )
+from tabrepro.nn.progress import logged_batches
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
 from tabrepro.seeding import derive_seed
 from tabrepro.tasks import TASK_FAMILIES, TaskFamily
 
 __all__ = ["BiSHopTrainer", "BiSHopFitResult", "TabularTensors", "STATE_FILE", "WEIGHTS_FILE"]
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "state.pt"
 _CHECKPOINT_FORMAT = 1
@@ -219,7 +223,7 @@ class BiSHopTrainer(ResumableTrainer):
         with bf16_autocast(self.device, self.config.bf16_autocast):
             chunks = [
                 self.model(data.x_cat[i : i + size], data.x_num[i : i + size]).float()
-                for i in range(0, len(data), size)
+                for i in logged_batches(range(0, len(data), size), "bishop prediction pass", log)
             ]
         if not chunks:
             return torch.empty((0, self.n_outputs), device=self.device)

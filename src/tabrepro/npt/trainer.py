@@ -20,6 +20,7 @@ weights with the lowest validation target loss.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from torch import Tensor
 
 from tabrepro.features import Feature
 from tabrepro.nn.checkpoint import ResumableTrainer, atomic_torch_save, clone_state
+from tabrepro.nn.progress import logged_batches
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device
 from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
 from tabrepro.npt.masking import (
@@ -49,6 +51,8 @@ from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_grad
 from tabrepro.seeding import derive_seed
 
 __all__ = ["NPTTrainer", "NPTFitResult", "STATE_FILE", "BEST_WEIGHTS_FILE"]
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "state.pt"
 BEST_WEIGHTS_FILE = "best_weights.pt"
@@ -241,7 +245,7 @@ class NPTTrainer(ResumableTrainer):
         self.model.eval()
         width = self.attributes[-1].one_hot_width
         result = torch.empty((table.n_rows, width), device=self.device)
-        for rows in batches:
+        for rows in logged_batches(batches, "npt evaluation pass", log):
             with bf16_autocast(self.device, self.config.bf16_autocast):
                 outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows])
             result[rows] = outputs[-1].float()
