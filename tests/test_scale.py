@@ -419,6 +419,31 @@ def test_stages_import_the_benchmarked_package_from_any_work_directory(tmp_path,
     assert Path(child.stdout.strip()).resolve() == Path(tabrepro.__file__).resolve()
 
 
+@pytest.mark.parametrize("model", ["npt", "xgboost"])
+def test_every_train_stage_starts_a_fresh_job(tmp_path, model):
+    """A state file left by an earlier, stopped benchmark must not make the measured job resume."""
+    import argparse
+
+    from tabrepro.config import Job
+    from tabrepro.scale.bench import PAPER, Bench
+
+    bench = Bench(argparse.Namespace(work=str(tmp_path / "work"), threads=1))
+    job_dir = bench.layout.job_dir.path(Job(PAPER, "poker_hand", model, 0))
+    stale = job_dir / "config0" / "state" / "0123" / "state.pt"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"from a stopped run")
+    seen = []
+
+    def run(name, command, model=None):
+        seen.append(any(job_dir.rglob("*")))
+        raise KeyboardInterrupt  # enough: the stage would start here
+
+    bench._run = run
+    with pytest.raises(KeyboardInterrupt):
+        bench.train_stages("poker_hand", 1000, model)
+    assert seen == [False]
+
+
 def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):
     from tabrepro.scale import bench
 

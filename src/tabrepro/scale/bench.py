@@ -28,6 +28,7 @@ import copy
 import json
 import os
 import platform
+import shutil
 import signal
 import sys
 import time
@@ -277,6 +278,10 @@ class Bench:
 
     def train_stages(self, dataset: str, rows: int, model: str) -> None:
         job = Job(PAPER, dataset, model, 0)
+        # A fresh job every time: a state file left by an earlier, stopped benchmark in the same
+        # work directory would make the job resume (an NPT run stopped after its steps resumed
+        # with none left and measured one evaluation pass, not training).
+        shutil.rmtree(self.layout.job_dir.path(job), ignore_errors=True)
         if model in PER_CONFIG_MODELS:
             result = self._run(
                 f"{dataset}.{model}.train-config",
