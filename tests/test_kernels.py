@@ -73,3 +73,44 @@ def test_attention_without_dropout_is_scaled_dot_product_attention():
     out = kernels.attention(q, k, v, SCALE, 0.0, _source())
     expected = torch.softmax((q * SCALE) @ k.transpose(-2, -1), dim=-1) @ v
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("capability", "expected"), [("AVX512", True), ("AVX2", False), ("DEFAULT", False), ("NO AVX", False)]
+)
+def test_auto_takes_onednn_only_where_torch_runs_avx512(monkeypatch, capability, expected):
+    """oneDNN's GEMMs were the faster ones on an AVX-512 CPU and the slower ones on an AVX2-only one."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert kernels.use_onednn("auto") is expected
+    assert kernels.use_onednn(True) is True
+    assert kernels.use_onednn(False) is False
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+def test_networks_built_with_auto_follow_the_cpu(monkeypatch, capability):
+    from tabrepro.bishop.config import BiSHopConfig
+    from tabrepro.bishop.model import BiSHopNetwork
+    from tabrepro.features import continuous
+    from tabrepro.npt.config import NPTConfig
+    from tabrepro.npt.model import NPTNetwork
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    expected = capability == "AVX512" and kernels._ONEDNN_LINEAR
+    npt = NPTNetwork([continuous("x"), continuous("y")], NPTConfig(embed_dim=8, n_layers=2, n_heads=2))
+    assert {m.onednn for m in npt.modules() if isinstance(m, kernels.Linear)} == {expected}
+    small = BiSHopConfig(embed_dim=8, patch_size=4, n_levels=1, d_model=8, n_heads=2, ffn_dim=8, n_decoded=4)
+    bishop = BiSHopNetwork(small, cardinalities=[], n_numerical=3, n_outputs=2)
+    assert {m.onednn for m in bishop.modules() if isinstance(m, kernels.Linear)} == {expected}
+
+
+@pytest.mark.parametrize("config_module", ["tabrepro.npt.config", "tabrepro.bishop.config"])
+def test_onednn_linear_takes_true_false_or_auto(config_module):
+    import importlib
+
+    module = importlib.import_module(config_module)
+    config_class = module.NPTConfig if hasattr(module, "NPTConfig") else module.BiSHopConfig
+    assert config_class().onednn_linear == "auto"
+    for value in (True, False, "auto"):
+        assert config_class(onednn_linear=value).onednn_linear == value
+    with pytest.raises(ValueError, match="onednn_linear must be true, false or 'auto', got 'fast'"):
+        config_class(onednn_linear="fast")

@@ -111,9 +111,10 @@ class BiSHopConfig(ConfigDictMixin):
     # its dropout masks (~16 % fewer FLOPs at the defaults). Off: per-row masks, as the
     # authors' code. (In evaluation it always runs once: without dropout that is exact.)
     share_decoder_input: bool = False
-    # Implementation only: fp32 CPU Linear layers through oneDNN (tabrepro.nn.kernels.linear;
-    # ~2x faster GEMMs on AMD CPUs, last-bit differences).
-    onednn_linear: bool = True
+    # Implementation only: fp32 CPU Linear layers through oneDNN (True) or MKL (False); last-bit
+    # differences. "auto": oneDNN where the CPU runs AVX-512 (~2x faster GEMMs there), MKL on
+    # AVX2-only CPUs (faster there). See tabrepro.nn.kernels.use_onednn.
+    onednn_linear: bool | Literal["auto"] = "auto"
     # Speed option, changes the numerics: bfloat16 autocast for the forward pass (matrix
     # products in bf16, ~2.2x faster GEMMs on CPUs with AVX512-BF16; entmax stays fp32).
     bf16_autocast: bool = False
@@ -215,6 +216,8 @@ class BiSHopConfig(ConfigDictMixin):
             "optimizer": ("adam", "adamw"),
             "device": ("auto", "cpu", "cuda"),
         }
+        if self.onednn_linear not in (True, False, "auto"):
+            raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

@@ -45,7 +45,7 @@ from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.bishop.entmax import AlphaEntmax
 from tabrepro.bishop.ple import PiecewiseLinearEncoding
 from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, dropout_mask
-from tabrepro.nn.kernels import Linear
+from tabrepro.nn.kernels import Linear, use_onednn
 
 __all__ = ["BiSHopNetwork", "HopfieldLayer", "BiSHopModule", "MLPBlock", "PatchMerge", "CategoricalEmbedding"]
 
@@ -82,7 +82,7 @@ class HopfieldLayer(nn.Module):
 
     def __init__(self, config: BiSHopConfig, source: DropoutSource):
         super().__init__()
-        d, onednn = config.d_model, config.onednn_linear
+        d, onednn = config.d_model, use_onednn(config.onednn_linear)
         self.n_heads = config.n_heads
         self.kind = config.attention
         self.p_dropout = config.dropout
@@ -188,8 +188,8 @@ class BiSHopModule(nn.Module):
         self.row = HopfieldLayer(config, source)
         self.pooling = nn.Parameter(torch.randn(n_patches, config.n_pooling, d))
         self.norms = nn.ModuleList([nn.LayerNorm(d, eps=eps) for _ in range(4)])
-        self.mlp_column = FeedForward(d, config.ffn_dim, config.onednn_linear)
-        self.mlp_row = FeedForward(d, config.ffn_dim, config.onednn_linear)
+        self.mlp_column = FeedForward(d, config.ffn_dim, use_onednn(config.onednn_linear))
+        self.mlp_row = FeedForward(d, config.ffn_dim, use_onednn(config.onednn_linear))
 
     def _add(self, x: Tensor, branch: Tensor) -> Tensor:
         return add_dropped(x, branch, self.p_dropout, self.training, self.source)
@@ -213,7 +213,7 @@ class MLPBlock(nn.Module):
         super().__init__()
         self.p_dropout = config.dropout
         self.source = source
-        self.mlp = FeedForward(config.d_model, config.block_mlp_hidden, config.onednn_linear)
+        self.mlp = FeedForward(config.d_model, config.block_mlp_hidden, use_onednn(config.onednn_linear))
         self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
 
     def forward(self, x: Tensor, rows: int | None = None) -> Tensor:
@@ -240,7 +240,7 @@ class PatchMerge(nn.Module):
         self.r = config.merge_factor
         d = config.d_model
         self.norm = nn.LayerNorm(self.r * d, eps=config.layer_norm_eps)
-        self.proj = Linear(self.r * d, d, onednn=config.onednn_linear)
+        self.proj = Linear(self.r * d, d, onednn=use_onednn(config.onednn_linear))
 
     def forward(self, x: Tensor) -> Tensor:
         b, n, p, d = x.shape
@@ -264,8 +264,8 @@ class DecoderLevel(nn.Module):
         self.cross = HopfieldLayer(config, source)
         self.norm1 = nn.LayerNorm(d, eps=eps)
         self.norm2 = nn.LayerNorm(d, eps=eps)
-        self.mlp = FeedForward(d, config.decoder_ffn_dim or d, config.onednn_linear)
-        self.out = Linear(d, config.patch_size, onednn=config.onednn_linear)
+        self.mlp = FeedForward(d, config.decoder_ffn_dim or d, use_onednn(config.onednn_linear))
+        self.out = Linear(d, config.patch_size, onednn=use_onednn(config.onednn_linear))
 
     def forward(
         self, y: Tensor, memory: Tensor, batch: int | None = None, shared: bool = True
@@ -352,7 +352,7 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         )
 
         n, d, p = self.n_tokens, cfg.d_model, cfg.n_patches
-        self.patch = Linear(cfg.patch_size, d, onednn=cfg.onednn_linear)
+        self.patch = Linear(cfg.patch_size, d, onednn=use_onednn(cfg.onednn_linear))
         self.pos_encoder = nn.Parameter(torch.randn(n, p, d))
         self.pre_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         levels = cfg.level_patches()
@@ -369,13 +369,13 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         else:
             self.pos_decoder = None
             self.decoder = None
-            self.readout = Linear(levels[-1] * d, width, onednn=cfg.onednn_linear)
+            self.readout = Linear(levels[-1] * d, width, onednn=use_onednn(cfg.onednn_linear))
         head_in = n * width
         widths = [head_in, *(max(1, round(m * head_in)) for m in cfg.head_hidden)]
         self.head_hidden = nn.ModuleList(
-            [Linear(a, b, onednn=cfg.onednn_linear) for a, b in zip(widths[:-1], widths[1:])]
+            [Linear(a, b, onednn=use_onednn(cfg.onednn_linear)) for a, b in zip(widths[:-1], widths[1:])]
         )
-        self.head_out = Linear(widths[-1], self.n_outputs, onednn=cfg.onednn_linear)
+        self.head_out = Linear(widths[-1], self.n_outputs, onednn=use_onednn(cfg.onednn_linear))
 
     # ------------------------------------------------------------------ inputs
     def numeric_matrix(self, x_cat: Tensor, x_num: Tensor) -> Tensor:

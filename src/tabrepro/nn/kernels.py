@@ -2,15 +2,18 @@
 `batched_matmul`) and attention with dropout and a hand-written backward (`attention`).
 
 PyTorch runs fp32 matrix products on MKL's sgemm, which on AMD CPUs uses its AVX2 kernels; oneDNN
-uses AVX-512 and measured ~2x faster on this project's CPU. None of this changes the mathematics
-(results differ in the last bits); the models' `onednn_linear=False` restores plain PyTorch GEMMs.
-Used by NPT (tabrepro.npt.model) and BiSHop (tabrepro.bishop.model).
+uses AVX-512 where the CPU has it and measured ~2x faster there. On a CPU with AVX2 only, MKL's
+GEMMs were the faster ones (NPT's and BiSHop's training steps ~15 % faster through MKL on an AVX2
+AMD EPYC), so the models' default `onednn_linear="auto"` takes oneDNN only where torch runs
+AVX-512 kernels (`use_onednn`); True and False force one library. None of this changes the
+mathematics (results differ in the last bits). Used by NPT (tabrepro.npt.model) and BiSHop
+(tabrepro.bishop.model).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +21,7 @@ from torch import Tensor, nn
 
 from tabrepro.nn.dropout import DropoutSource, keep_mask
 
-__all__ = ["Linear", "linear", "batched_matmul", "attention"]
+__all__ = ["use_onednn", "Linear", "linear", "batched_matmul", "attention"]
 
 
 def _onednn_linear_available() -> bool:
@@ -26,6 +29,19 @@ def _onednn_linear_available() -> bool:
 
 
 _ONEDNN_LINEAR = _onednn_linear_available()
+
+
+def use_onednn(setting: bool | Literal["auto"]) -> bool:
+    """Whether a network whose config says `onednn_linear=setting` asks for the oneDNN path:
+    True = oneDNN, False = MKL (plain PyTorch), "auto" = oneDNN where it is the faster one.
+
+    "auto" follows the instruction set torch's own CPU kernels run with (AVX512 / AVX2 / ...;
+    `ATEN_CPU_CAPABILITY` can hold it lower): oneDNN's fp32 GEMMs gain over MKL's with AVX-512 and
+    lose with AVX2 only. The choice is per machine, like the bits of the results it changes.
+    """
+    if setting == "auto":
+        return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+    return bool(setting)
 
 
 def _gemm_ready(matrix: Tensor) -> Tensor:
@@ -74,9 +90,10 @@ class Linear(nn.Linear):
     """nn.Linear (same parameters, init and state dict) with an optional oneDNN CPU path.
 
     PyTorch runs fp32 Linear layers on MKL's sgemm, which on AMD CPUs uses its AVX2 kernels;
-    oneDNN uses AVX-512 and measured ~2.1x faster on this project's CPU. Only the GEMM library
+    oneDNN uses AVX-512 where there is one and measured ~2.1x faster there. Only the GEMM library
     changes (results differ in the last bits). Used for fp32 CPU tensors outside autocast when
-    the network's config sets `onednn_linear`; everything else takes the ordinary F.linear path.
+    the network's config asks for it (`use_onednn`); everything else takes the ordinary F.linear
+    path.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, onednn: bool = False):

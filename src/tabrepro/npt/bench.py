@@ -23,12 +23,13 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from tabrepro.features import categorical, continuous
 from tabrepro.nn.bench import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
+from tabrepro.nn.kernels import use_onednn
 from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTTrainer
@@ -92,7 +93,7 @@ def run_case(
     device: str = "auto",
     bf16: bool = False,
     threads: int | None = None,
-    onednn: bool = True,
+    onednn: bool | Literal["auto"] = "auto",
 ) -> dict[str, Any]:
     """Time `steps` training steps of case `name` after `warmup` steps; returns the figures."""
     if threads is not None:
@@ -136,7 +137,7 @@ def run_case(
         "peak_memory_mib": peak_bytes / 2**20,
         "memory_kind": memory_kind,
         "bf16_autocast": bf16,
-        "onednn_linear": onednn and dev.type == "cpu",
+        "onednn_linear": use_onednn(onednn) and dev.type == "cpu",
     }
 
 
@@ -156,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
-    parser.add_argument("--no-onednn", action="store_true", help="plain F.linear on CPU")
+    parser.add_argument(
+        "--gemm",
+        choices=["auto", "onednn", "mkl"],
+        default="auto",
+        help="CPU GEMM library of the linear layers (auto: oneDNN with AVX-512, MKL otherwise)",
+    )
     args = parser.parse_args(argv)
     kwargs = {
         "steps": args.steps,
@@ -164,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": args.device,
         "bf16": args.bf16,
         "threads": args.threads,
-        "onednn": not args.no_onednn,
+        "onednn": {"auto": "auto", "onednn": True, "mkl": False}[args.gemm],
     }
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} default CPU threads, "

@@ -49,9 +49,10 @@ class NPTConfig(ConfigDictMixin):
     datapoint_attention: Literal["full", "rowwise", "identity", "isab"] = "full"
     n_inducing: int = 32  # m, used by datapoint_attention="isab" only
     layer_norm_eps: float = 1e-5  # paper silent; PyTorch default
-    # Implementation only: fp32 Linear layers on CPU through oneDNN instead of MKL (same math,
-    # ~2x faster on AMD CPUs, last-bit differences). See model.Linear.
-    onednn_linear: bool = True
+    # Implementation only: fp32 Linear layers on CPU through oneDNN (True) or MKL (False); same
+    # math, last-bit differences. "auto": oneDNN where the CPU runs AVX-512 (~2x faster GEMMs
+    # there), MKL on AVX2-only CPUs (faster there). See tabrepro.nn.kernels.use_onednn.
+    onednn_linear: bool | Literal["auto"] = "auto"
     # Implementation only: keep only each block's input for the backward pass and recompute the
     # block's activations there, replaying its dropout masks (tabrepro.nn.dropout.recomputed).
     # Same results; about a third more compute for several times less activation memory, so
@@ -144,6 +145,8 @@ class NPTConfig(ConfigDictMixin):
                 raise ValueError("a fixed feature_loss_weight must lie in [0, 1]")
         elif self.feature_loss_weight != "cosine":
             raise ValueError(f"unknown feature_loss_weight {self.feature_loss_weight!r}")
+        if self.onednn_linear not in (True, False, "auto"):
+            raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
         if self.grad_clip != "none" and self.grad_clip_threshold <= 0:
             raise ValueError("grad_clip_threshold must be positive")
 

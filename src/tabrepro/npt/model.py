@@ -14,10 +14,10 @@ tabrepro.nn.dropout) rather than torch's global generator: the trainer owns, che
 restores that generator, which is what makes a resumed run bit-identical to an uninterrupted one.
 
 CPU speed (the reference NPT-Small step on Breast Cancer is ~8 CPU-s in the authors' code):
-fp32 GEMMs go through oneDNN instead of MKL and attention with dropout has a hand-written
-backward (tabrepro.nn.kernels), and masks draw 16 random bits per entry (tabrepro.nn.dropout).
-None of this changes the mathematics; `NPTConfig.onednn_linear=False` restores plain PyTorch
-GEMMs.
+fp32 GEMMs go through oneDNN instead of MKL where the CPU runs AVX-512 (`NPTConfig.onednn_linear`,
+"auto"), attention with dropout has a hand-written backward (tabrepro.nn.kernels), and masks draw
+16 random bits per entry (tabrepro.nn.dropout). None of this changes the mathematics;
+`onednn_linear=False` keeps plain PyTorch GEMMs everywhere.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from tabrepro.features import Feature
 from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, recomputed
-from tabrepro.nn.kernels import Linear, attention, linear
+from tabrepro.nn.kernels import Linear, attention, linear, use_onednn
 from tabrepro.npt.config import NPTConfig
 
 __all__ = ["NPTNetwork", "AttentionBlock", "encode_values"]
@@ -83,7 +83,7 @@ class AttentionBlock(nn.Module):
         self.p_hidden = config.hidden_dropout
         self._source = source
 
-        fast = config.onednn_linear
+        fast = use_onednn(config.onednn_linear)
         if self.n_inducing is not None:
             # Induced set attention (Set Transformer, ISAB): m learned points first attend to the
             # rows (a pre-LN block of their own, with its rFF), then the rows attend to them.
