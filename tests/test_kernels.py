@@ -114,3 +114,5 @@ def test_onednn_linear_takes_true_false_or_auto(config_module):
         assert config_class(onednn_linear=value).onednn_linear == value
     with pytest.raises(ValueError, match="onednn_linear must be true, false or 'auto', got 'fast'"):
         config_class(onednn_linear="fast")
+    with pytest.raises(ValueError, match="onednn_linear must be true, false or 'auto', got 1"):
+        config_class(onednn_linear=1)  # equal to True, but not a boolean

@@ -216,7 +216,7 @@ class BiSHopConfig(ConfigDictMixin):
             "optimizer": ("adam", "adamw"),
             "device": ("auto", "cpu", "cuda"),
         }
-        if self.onednn_linear not in (True, False, "auto"):
+        if not (isinstance(self.onednn_linear, bool) or self.onednn_linear == "auto"):
             raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

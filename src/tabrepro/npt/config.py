@@ -145,7 +145,7 @@ class NPTConfig(ConfigDictMixin):
                 raise ValueError("a fixed feature_loss_weight must lie in [0, 1]")
         elif self.feature_loss_weight != "cosine":
             raise ValueError(f"unknown feature_loss_weight {self.feature_loss_weight!r}")
-        if self.onednn_linear not in (True, False, "auto"):
+        if not (isinstance(self.onednn_linear, bool) or self.onednn_linear == "auto"):
             raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
         if self.grad_clip != "none" and self.grad_clip_threshold <= 0:
             raise ValueError("grad_clip_threshold must be positive")
