@@ -188,8 +188,9 @@ class BiSHopModule(nn.Module):
         self.row = HopfieldLayer(config, source)
         self.pooling = nn.Parameter(torch.randn(n_patches, config.n_pooling, d))
         self.norms = nn.ModuleList([nn.LayerNorm(d, eps=eps) for _ in range(4)])
-        self.mlp_column = FeedForward(d, config.ffn_dim, use_onednn(config.onednn_linear))
-        self.mlp_row = FeedForward(d, config.ffn_dim, use_onednn(config.onednn_linear))
+        onednn = use_onednn(config.onednn_linear)
+        self.mlp_column = FeedForward(d, config.ffn_dim, onednn)
+        self.mlp_row = FeedForward(d, config.ffn_dim, onednn)
 
     def _add(self, x: Tensor, branch: Tensor) -> Tensor:
         return add_dropped(x, branch, self.p_dropout, self.training, self.source)
@@ -264,8 +265,9 @@ class DecoderLevel(nn.Module):
         self.cross = HopfieldLayer(config, source)
         self.norm1 = nn.LayerNorm(d, eps=eps)
         self.norm2 = nn.LayerNorm(d, eps=eps)
-        self.mlp = FeedForward(d, config.decoder_ffn_dim or d, use_onednn(config.onednn_linear))
-        self.out = Linear(d, config.patch_size, onednn=use_onednn(config.onednn_linear))
+        onednn = use_onednn(config.onednn_linear)
+        self.mlp = FeedForward(d, config.decoder_ffn_dim or d, onednn)
+        self.out = Linear(d, config.patch_size, onednn=onednn)
 
     def forward(
         self, y: Tensor, memory: Tensor, batch: int | None = None, shared: bool = True
@@ -352,7 +354,8 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         )
 
         n, d, p = self.n_tokens, cfg.d_model, cfg.n_patches
-        self.patch = Linear(cfg.patch_size, d, onednn=use_onednn(cfg.onednn_linear))
+        onednn = use_onednn(cfg.onednn_linear)
+        self.patch = Linear(cfg.patch_size, d, onednn=onednn)
         self.pos_encoder = nn.Parameter(torch.randn(n, p, d))
         self.pre_norm = nn.LayerNorm(d, eps=cfg.layer_norm_eps)
         levels = cfg.level_patches()
@@ -369,13 +372,11 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         else:
             self.pos_decoder = None
             self.decoder = None
-            self.readout = Linear(levels[-1] * d, width, onednn=use_onednn(cfg.onednn_linear))
+            self.readout = Linear(levels[-1] * d, width, onednn=onednn)
         head_in = n * width
         widths = [head_in, *(max(1, round(m * head_in)) for m in cfg.head_hidden)]
-        self.head_hidden = nn.ModuleList(
-            [Linear(a, b, onednn=use_onednn(cfg.onednn_linear)) for a, b in zip(widths[:-1], widths[1:])]
-        )
-        self.head_out = Linear(widths[-1], self.n_outputs, onednn=use_onednn(cfg.onednn_linear))
+        self.head_hidden = nn.ModuleList([Linear(a, b, onednn=onednn) for a, b in zip(widths[:-1], widths[1:])])
+        self.head_out = Linear(widths[-1], self.n_outputs, onednn=onednn)
 
     # ------------------------------------------------------------------ inputs
     def numeric_matrix(self, x_cat: Tensor, x_num: Tensor) -> Tensor:
