@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from tabrepro.nn.config import ConfigDictMixin
+from tabrepro.nn.config import ConfigDictMixin, check_onednn_setting
 
 __all__ = ["BiSHopConfig", "RESUME_NEUTRAL_FIELDS"]
 
@@ -216,8 +216,7 @@ class BiSHopConfig(ConfigDictMixin):
             "optimizer": ("adam", "adamw"),
             "device": ("auto", "cpu", "cuda"),
         }
-        if not (isinstance(self.onednn_linear, bool) or self.onednn_linear == "auto"):
-            raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
+        check_onednn_setting(self.onednn_linear)
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")

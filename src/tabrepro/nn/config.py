@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Self
 
-__all__ = ["ConfigDictMixin"]
+__all__ = ["ConfigDictMixin", "check_onednn_setting"]
 
 
 class ConfigDictMixin:
@@ -29,3 +29,10 @@ class ConfigDictMixin:
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
+
+
+def check_onednn_setting(value: Any) -> None:
+    """Refuse an `onednn_linear` other than a boolean or "auto" (1 and 0 compare equal to the
+    booleans, so a membership test would let them through)."""
+    if not (isinstance(value, bool) or value == "auto"):
+        raise ValueError(f"onednn_linear must be true, false or 'auto', got {value!r}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-from tabrepro.nn.config import ConfigDictMixin
+from tabrepro.nn.config import ConfigDictMixin, check_onednn_setting
 
 __all__ = ["NPTConfig", "RESUME_NEUTRAL_FIELDS"]
 
@@ -145,8 +145,7 @@ class NPTConfig(ConfigDictMixin):
                 raise ValueError("a fixed feature_loss_weight must lie in [0, 1]")
         elif self.feature_loss_weight != "cosine":
             raise ValueError(f"unknown feature_loss_weight {self.feature_loss_weight!r}")
-        if not (isinstance(self.onednn_linear, bool) or self.onednn_linear == "auto"):
-            raise ValueError(f"onednn_linear must be true, false or 'auto', got {self.onednn_linear!r}")
+        check_onednn_setting(self.onednn_linear)
         if self.grad_clip != "none" and self.grad_clip_threshold <= 0:
             raise ValueError("grad_clip_threshold must be positive")
 
