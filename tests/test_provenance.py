@@ -175,3 +175,11 @@ def test_real_cuda_device_is_recorded():
     gpu = prov.provenance()["gpu"]
     assert gpu["used"] and gpu["name"] == torch.cuda.get_device_name(torch.cuda.current_device())
     assert gpu["cuda"] == torch.version.cuda and gpu["cudnn"] == torch.backends.cudnn.version()
+
+
+def test_outside_git_the_commit_is_unknown_unless_declared(tmp_path, monkeypatch):
+    monkeypatch.delenv("TABREPRO_DECLARED_COMMIT", raising=False)
+    assert prov.git_commit(tmp_path) == "unknown"
+    monkeypatch.setenv("TABREPRO_DECLARED_COMMIT", "abc123")
+    assert prov.git_commit(tmp_path) == "abc123+declared"
+    assert "+declared" not in prov.git_commit()  # inside the repository git's answer wins

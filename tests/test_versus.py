@@ -104,6 +104,33 @@ def test_matmul_peak_on_tiny_products():
     assert all(value > 0 for value in values) and peak["peak_gflops"] == max(values)
 
 
+def test_device_cuda_without_a_gpu_is_one_line_and_exit_2(quiet, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert cli.main(["--peak-only", "--device", "cuda"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "--device cuda" in err and "no CUDA device" in err
+
+
+def test_a_gpu_run_takes_more_steps_per_run_unless_told():
+    args = cli.build_parser().parse_args(["--device", "cuda"])
+    npt, bishop = cases.CASES["npt_breast_cancer"], cases.CASES["bishop_code"]
+    assert cli._timing(args, npt) == (npt.gpu_steps, npt.gpu_warmup) and npt.gpu_steps > npt.steps
+    assert cli._timing(args, bishop) == (bishop.gpu_steps, bishop.gpu_warmup)
+    assert cli._timing(cli.build_parser().parse_args([]), npt) == (npt.steps, npt.warmup)
+    told = cli.build_parser().parse_args(["--device", "cuda", "--steps", "7", "--warmup", "0"])
+    assert cli._timing(told, bishop) == (7, 0)
+
+
+def test_the_authors_npt_command_line_enables_cuda_only_on_a_gpu(tmp_path):
+    from tabrepro.versus import driver
+
+    settings = cases.authors_settings(cases.CASES["npt_breast_cancer"])
+    assert "--exp_disable_cuda" in driver._npt_argv(settings, tmp_path)
+    assert "--exp_disable_cuda" not in driver._npt_argv(settings, tmp_path, cuda=True)
+    assert driver._bishop_args({**cases.authors_settings(cases.CASES["bishop_code"])}, 30, cuda=True).use_gpu
+
+
 # ------------------------------------------------------------------------------ the table
 def test_ratio_is_authors_time_over_ours():
     assert cases.ratio(8.0, 2.0) == 4.0
@@ -313,6 +340,20 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
     assert run["machine"]["cpu_model"] in text and "`ONEDNN_MAX_CPU_ISA=AVX2`" in text
     assert "aaaaaaaaaaaa+dirty" in text and "**1.23×**" in text and "load " in text
     assert record.main([str(path), "--readme", str(readme), "--check"]) == 0
+
+
+def test_a_gpu_speed_record_names_the_gpu_and_the_host(tmp_path):
+    from tabrepro.versus import record
+
+    run = json.loads(SPEED_RUNS[0].read_text())
+    gpu = {"used": True, "name": "NVIDIA H200", "capability": "9.0", "memory_mb": 143771, "cuda": "13.0", "cudnn": 91}
+    run["machine"].update(device="cuda", gpu=gpu)
+    run["matmul_peak"] = {"device": "cuda", "gflops": {"torch.mm (cuBLAS)": {"8192": 51000.0}}, "peak_gflops": 51000.0}
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(run))
+    block = record.render_block([path], tmp_path)
+    assert "NVIDIA H200 GPU (CUDA 13.0" in block and "both sides on the GPU" in block
+    assert run["machine"]["cpu_model"] in block and "51.0 TFLOP/s" in block
 
 
 def test_a_run_timed_on_a_busy_machine_is_no_readme_record(tmp_path, capsys):

@@ -73,7 +73,9 @@ UNRECORDED = "not recorded"
 
 
 def git_commit(repo: Path | None = None) -> str:
-    """HEAD's hash, with '+dirty' when tracked files differ from it; 'unknown' outside git."""
+    """HEAD's hash, with '+dirty' when tracked files differ from it. Outside git (a copy of the
+    working tree without .git, e.g. on a GPU node): $TABREPRO_DECLARED_COMMIT + '+declared' when
+    whoever copied the tree set it, else 'unknown'."""
     cwd = repo or Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(
@@ -88,7 +90,8 @@ def git_commit(repo: Path | None = None) -> str:
             timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        declared = os.environ.get("TABREPRO_DECLARED_COMMIT", "").strip()
+        return f"{declared}+declared" if declared else "unknown"
     return head + ("+dirty" if dirty else "")
 
 

@@ -58,6 +58,13 @@ BiSHop, breast cancer, batch 32 (`bishop_default`, `bishop_code`)
     projections, scores and entmax in the first module), theirs once per row; their entmax is
     their own.
 
+On a GPU (`--device cuda`) both sides run the same steps there: the authors' code as their
+scripts run it with CUDA enabled (NPT: the model on the GPU, each batch copied to it in
+run_batch, AMP off as in their breast-cancer script; BiSHop: `use_gpu`, their per-batch copies
+to the device), ours with `device="cuda"`. Neither side turns on TF32, so both compute in fp32
+and the peak they are judged against is the fp32 (non-TF32) matrix-product rate. The timer
+synchronises the device before it starts and after each step.
+
 `npt_tiny` (not run unless asked): a seconds-long NPT case for tests (64 rows, 6 features,
 e = 16, 2 layers, 4 heads).
 """
@@ -123,6 +130,10 @@ class Case:
     warmup: int = 1
     batch_size: int = 32  # BiSHop only
     hidden: bool = False  # left out of the default list
+    # On a GPU a step takes milliseconds: more steps per run, so that the median is not one
+    # launch-jittered sample, and more warm-up for the kernels' first-call autotuning.
+    gpu_steps: int = 50
+    gpu_warmup: int = 5
 
 
 CASES: dict[str, Case] = {
@@ -224,32 +235,35 @@ def authors_key(case: Case) -> str:
 
 
 # ------------------------------------------------------------------------------- our side
-def _ours_npt(bench_case: dict[str, Any], steps: int, warmup: int, threads: int) -> dict[str, Any]:
+def _ours_npt(bench_case: dict[str, Any], steps: int, warmup: int, threads: int, device: str) -> dict[str, Any]:
     """tabrepro.npt.bench.run_case on `bench_case` (registered under a name of its own in this
     process's copy of CASES; run in a fresh process, so no other run sees it)."""
     from tabrepro.npt import bench
 
     bench.CASES["versus"] = bench_case
-    return bench.run_case("versus", steps=steps, warmup=warmup, device="cpu", threads=threads)
+    return bench.run_case("versus", steps=steps, warmup=warmup, device=device, threads=threads)
 
 
-def _ours_bishop(overrides: dict[str, Any], batch_size: int, steps: int, warmup: int, threads: int) -> dict[str, Any]:
+def _ours_bishop(
+    overrides: dict[str, Any], batch_size: int, steps: int, warmup: int, threads: int, device: str
+) -> dict[str, Any]:
     from tabrepro.bishop import bench
 
     return bench.run_case(
-        device="cpu", threads=threads, steps=steps, warmup=warmup, batch_size=batch_size, overrides=overrides
+        device=device, threads=threads, steps=steps, warmup=warmup, batch_size=batch_size, overrides=overrides
     )
 
 
-def run_ours(case: Case, steps: int, warmup: int, threads: int) -> dict[str, Any]:
-    """Our side of `case` in a fresh process, as our benchmark measures it; figures in the
-    driver's names (step_s_median, step_s_min, gflop_per_step, parameters)."""
+def run_ours(case: Case, steps: int, warmup: int, threads: int, device: str = "cpu") -> dict[str, Any]:
+    """Our side of `case` in a fresh process on `device` ("cpu" or "cuda"), as our benchmark
+    measures it; figures in the driver's names (step_s_median, step_s_min, gflop_per_step,
+    parameters)."""
     from tabrepro.nn.bench import run_in_subprocess
 
     if case.model == "npt":
-        raw = run_in_subprocess(_ours_npt, ours_npt_case(case), steps, warmup, threads)
+        raw = run_in_subprocess(_ours_npt, ours_npt_case(case), steps, warmup, threads, device)
         return raw
-    raw = run_in_subprocess(_ours_bishop, dict(case.overrides), case.batch_size, steps, warmup, threads)
+    raw = run_in_subprocess(_ours_bishop, dict(case.overrides), case.batch_size, steps, warmup, threads, device)
     return {
         **raw,
         "step_s_median": raw["step_s_wall"],

@@ -3,7 +3,7 @@
     python -m tabrepro.versus --npt-repo PATH_OR_URL --bishop-repo PATH_OR_URL
         [--npt-rev REV] [--bishop-rev REV] [--cases CASE ...] [--rounds 3] [--threads N]
         [--steps N] [--warmup N] [--scratch DIR] [--keep-scratch] [--install-deps]
-        [--max-load 0.5] [--force] [--peak-sizes 2048 4096] [--peak-only] [--json PATH]
+        [--max-load 0.5] [--force] [--device cpu|cuda] [--peak-sizes N ...] [--peak-only] [--json PATH]
 
 Example (the copies of the authors' repositories on this project's machines; einops, which
 their BiSHop needs and this project does not, is pip-installed into the scratch directory):
@@ -22,7 +22,11 @@ over the rounds, the ratio (ours faster = authors' time / ours), achieved GFLOP/
 machine's fp32 matmul peak measured at the same thread count, and for BiSHop samples/s. The
 command refuses to time when the 1-minute load average exceeds --max-load x cores (exit 2),
 unless --force, which marks the table and the JSON with a warning. Bad input (a missing
-repository, an unknown case, a missing dependency) is one line on stderr and exit status 2.
+repository, an unknown case, a missing dependency, --device cuda without a GPU) is one line on
+stderr and exit status 2.
+
+With --device cuda both sides train on the GPU (tabrepro.versus.cases says how each runs there),
+each run takes more steps (a GPU step is milliseconds), and the peak is the GPU's fp32 cuBLAS rate.
 """
 
 from __future__ import annotations
@@ -75,7 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="refuse when the 1-minute load average exceeds this many per core (default %(default)s)",
     )
     parser.add_argument("--force", action="store_true", help="time on a busy machine anyway (marked as such)")
-    parser.add_argument("--peak-sizes", type=int, nargs="+", default=[2048, 4096], help="matmul peak sizes n")
+    parser.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu", help="where both sides train (default %(default)s)"
+    )
+    parser.add_argument(
+        "--peak-sizes", type=int, nargs="+", default=None, help="matmul peak sizes n (default 2048 4096; GPU 4096 8192)"
+    )
     parser.add_argument("--peak-only", action="store_true", help="only the machine and its matmul peak")
     parser.add_argument("--case-timeout", type=float, default=3600.0, help="seconds per authors' run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here (atomically)")
@@ -153,15 +162,19 @@ def format_header(
         f"1-minute load average {'unknown' if load is None else f'{load:.2f}'}, "
         f"tabrepro commit {info['git_commit']}",
     ]
+    gpu = info.get("gpu") if info.get("device") == "cuda" else None
+    if gpu:
+        lines.append(
+            f"GPU: {gpu.get('name')} (compute capability {gpu.get('capability')}, {gpu.get('memory_mb')} MiB, "
+            f"CUDA {gpu.get('cuda')}, cuDNN {gpu.get('cudnn')}); both sides train on it"
+        )
     if peak:
         parts = [
             f"{kernel} " + ", ".join(f"{n}^2 {value:.1f}" for n, value in per_size.items())
             for kernel, per_size in peak["gflops"].items()
         ]
-        lines.append(
-            f"fp32 matmul peak on {_threads(peak['threads'])} (GFLOP/s): {'; '.join(parts)}; "
-            f"peak {peak['peak_gflops']:.1f}"
-        )
+        where = "the GPU" + (" (TF32 on)" if peak.get("allow_tf32") else "") if gpu else _threads(peak["threads"])
+        lines.append(f"fp32 matmul peak on {where} (GFLOP/s): {'; '.join(parts)}; peak {peak['peak_gflops']:.1f}")
     for model, described in code.items():
         lines.append(f"authors' {model}: {described['commit']} ({described['kind']} of {described['source']})")
     return lines
@@ -185,7 +198,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise VersusError(f"--warmup must be at least 0, got {args.warmup}")
     if args.max_load <= 0:
         raise VersusError(f"--max-load must be positive, got {args.max_load}")
-    if any(n < 1 for n in args.peak_sizes):
+    if args.peak_sizes is not None and any(n < 1 for n in args.peak_sizes):
         raise VersusError("--peak-sizes must be positive")
 
 
@@ -209,10 +222,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.scratch is not None:
         authors.check_outside_project(args.scratch, "--scratch")
 
+    if args.device == "cuda":
+        _check_cuda()
     warning = machine.check_load(args.max_load, args.force)
     threads = args.threads or machine.available_cores()
     info = machine.machine_info(threads)
-    peak = run_in_subprocess(machine.matmul_peak, args.peak_sizes, threads)
+    sizes = args.peak_sizes or ([4096, 8192] if args.device == "cuda" else [2048, 4096])
+    peak = run_in_subprocess(machine.matmul_peak, sizes, threads, 3, args.device)
+    info["device"] = args.device
+    if args.device == "cuda":
+        info["gpu"] = peak.get("gpu")
     payload: dict[str, Any] = {
         "tool": PROG,
         "warning": warning,
@@ -222,6 +241,7 @@ def _run(args: argparse.Namespace) -> int:
         "settings": {
             "rounds": args.rounds,
             "threads": threads,
+            "device": args.device,
             "steps": args.steps,
             "warmup": args.warmup,
             "max_load_per_core": args.max_load,
@@ -270,9 +290,20 @@ def _run(args: argparse.Namespace) -> int:
     return _finish(payload, args.json)
 
 
+def _check_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise VersusError("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+
+
 def _timing(args: argparse.Namespace, case: Case) -> tuple[int, int]:
-    """(timed steps, warm-up steps) of a run: the command line's, else the case's defaults."""
-    return args.steps or case.steps, case.warmup if args.warmup is None else args.warmup
+    """(timed steps, warm-up steps) of a run: the command line's, else the case's defaults for
+    the device."""
+    gpu = args.device == "cuda"
+    steps = args.steps or (case.gpu_steps if gpu else case.steps)
+    warmup = (case.gpu_warmup if gpu else case.warmup) if args.warmup is None else args.warmup
+    return steps, warmup
 
 
 def _rounds(
@@ -300,6 +331,7 @@ def _rounds(
                 "repo": str(code[first.model].path),
                 "deps": deps[first.model],
                 "threads": threads,
+                "device": args.device,
                 "steps": steps,
                 "warmup": warmup,
                 "settings": cases.authors_settings(first),
@@ -309,7 +341,7 @@ def _rounds(
             print(f"{tag} {'/'.join(c.name for c in members)}: authors {run['step_s_median']:.3f} s/step", flush=True)
             for case in members:
                 authors_runs[case.name].append(run)
-                ours = cases.run_ours(case, *_timing(args, case), threads)
+                ours = cases.run_ours(case, *_timing(args, case), threads, args.device)
                 our_runs[case.name].append(ours)
                 print(f"{tag} {case.name}: ours {ours['step_s_median']:.3f} s/step", flush=True)
     return [cases.summarise(case, authors_runs[case.name], our_runs[case.name]) for case in chosen]

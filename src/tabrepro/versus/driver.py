@@ -3,8 +3,8 @@
     python -m tabrepro.versus.driver SPEC.json      (started by tabrepro.versus.authors.run_driver)
 
 SPEC names the case, the model ("npt" or "bishop"), the directory holding the authors' checkout
-("repo"), extra import-path entries ("deps"), threads, warm-up and timed steps, the model
-settings, and where to write the figures ("result", JSON). The process puts their checkout on
+("repo"), extra import-path entries ("deps"), threads, the device ("cpu" or "cuda"), warm-up and
+timed steps, the model settings, and where to write the figures ("result", JSON). The process puts their checkout on
 sys.path, stubs the imports their step never uses (tabrepro.versus.stubs), builds their model,
 optimiser and loss with their own functions and classes, and times what their training loop runs
 per step. It imports nothing of tabrepro.npt or tabrepro.bishop. What a step contains is
@@ -13,7 +13,8 @@ described in tabrepro.versus.cases.
 Timing follows our benchmarks (tabrepro.npt.bench, tabrepro.bishop.bench): `warmup` steps, one
 step under FlopCounterMode (matrix products and attention only), then `steps` timed steps; the
 data loading that precedes each step in their loop (NPT: their per-epoch row shuffle and mask
-sampling) runs before the timer starts and is timed separately.
+sampling) runs before the timer starts and is timed separately. On a GPU the device is
+synchronised before each timed load and after each step.
 """
 
 from __future__ import annotations
@@ -78,10 +79,12 @@ class _Config(dict):
 
 
 # ---------------------------------------------------------------------------------------- NPT
-def _npt_argv(settings: dict[str, Any], workdir: Path) -> list[str]:
+def _npt_argv(settings: dict[str, Any], workdir: Path, cuda: bool = False) -> list[str]:
     """Their command line for the case, in their option names (npt/configs.py), as their
     scripts/uci_class_reg.sh runs breast cancer: LAMB + Lookahead, flat-then-cosine schedule,
-    gradient clipping 1, full batch, cosine-annealed feature/target loss trade-off."""
+    gradient clipping 1, full batch, cosine-annealed feature/target loss trade-off; CUDA
+    disabled unless `cuda` (their default then: AMP off, the data set kept on the CPU and each
+    batch copied to the GPU)."""
     return [
         "--data_set",
         "breast-cancer",
@@ -89,7 +92,7 @@ def _npt_argv(settings: dict[str, Any], workdir: Path) -> list[str]:
         str(workdir / "data"),
         "--wandb_dir",
         str(workdir),
-        "--exp_disable_cuda",
+        *([] if cuda else ["--exp_disable_cuda"]),
         "--exp_optimizer",
         "lookahead_lamb",
         "--exp_lr",
@@ -178,18 +181,21 @@ def _npt(spec: dict[str, Any]) -> tuple[Step, Step, dict[str, Any]]:
     from npt.utils.model_init_utils import init_model_opt_scaler
 
     settings, workdir = spec["settings"], Path(spec["workdir"])
-    args = build_parser().parse_args(_npt_argv(settings, workdir))
+    cuda = spec.get("device", "cpu") == "cuda"
+    args = build_parser().parse_args(_npt_argv(settings, workdir, cuda))
     args.model_augmentation_bert_mask_prob = {"train": float(settings["p_feature"]), "val": 0.0, "test": 0.0}
     args.model_label_bert_mask_prob = {"train": float(settings["p_target"]), "val": 1, "test": 1}
-    args.exp_device = "cpu"  # what their run.py setup_args resolves without CUDA
+    args.exp_device = "cuda:0" if cuda else "cpu"  # what their run.py setup_args resolves
     args.cv_index = 0
     c = _Config(vars(args))
     np.random.seed(args.np_seed)
     torch.manual_seed(args.torch_seed)
 
     data_dict, metadata, sigmas = _npt_tensors(settings)
-    model, optimizer, scaler = init_model_opt_scaler(c, metadata=metadata, device="cpu")
-    dataset = NPTBatchDataset(data_dict=data_dict, c=c, curr_cv_split=0, metadata=metadata, device="cpu", sigmas=sigmas)
+    model, optimizer, scaler = init_model_opt_scaler(c, metadata=metadata, device=args.exp_device)
+    dataset = NPTBatchDataset(
+        data_dict=data_dict, c=c, curr_cv_split=0, metadata=metadata, device=args.exp_device, sigmas=sigmas
+    )
     # Their Trainer reads these attributes of its ColumnEncodingDataset (which would download,
     # encode and pickle the real data set): the cache path goes to the scratch directory.
     holder = SimpleNamespace(
@@ -218,7 +224,7 @@ def _npt(spec: dict[str, Any]) -> tuple[Step, Step, dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------- BiSHop
-def _bishop_args(settings: dict[str, Any], n_num: int) -> argparse.Namespace:
+def _bishop_args(settings: dict[str, Any], n_num: int, cuda: bool = False) -> argparse.Namespace:
     """Their bishop.py arguments (defaults there, overridden by `settings`), plus what their
     utils/tools._check_data derives for a numerical-only binary classification data set."""
     return argparse.Namespace(
@@ -248,7 +254,7 @@ def _bishop_args(settings: dict[str, Any], n_num: int) -> argparse.Namespace:
         learning_rate=settings["learning_rate"],
         lradj="type1",
         itr=1,
-        use_gpu=False,
+        use_gpu=cuda,
         gpu=0,
         mode="entmax",
         use_multi_gpu=False,
@@ -271,8 +277,8 @@ def _bishop(spec: dict[str, Any]) -> tuple[Step, Step, dict[str, Any]]:
     settings = spec["settings"]
     x, y = breast_cancer_train()
     torch.manual_seed(settings.get("seed", 66))
-    experiment = Exp_BiSHop(_bishop_args(settings, x.shape[1]), None)
-    experiment.model.get_bins(x.float())  # their train(): quantile bins from the training rows
+    experiment = Exp_BiSHop(_bishop_args(settings, x.shape[1], spec.get("device", "cpu") == "cuda"), None)
+    experiment.model.get_bins(x.float())  # their train(): quantile bins from the (CPU) training rows
     model_optim = experiment._select_optimizer()
     criterion = experiment._select_criterion()
     experiment.model.train()
@@ -305,11 +311,13 @@ def _bishop(spec: dict[str, Any]) -> tuple[Step, Step, dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------- timing
-def _measure(load: Step, step: Step, steps: int, warmup: int) -> dict[str, Any]:
+def _measure(load: Step, step: Step, steps: int, warmup: int, device: str = "cpu") -> dict[str, Any]:
     """Warm-up steps, one FLOP-counted step, `steps` timed steps (data loading timed apart)."""
     import torch
 
-    from tabrepro.nn.bench import flop_counter
+    from tabrepro.nn.bench import flop_counter, synchronize
+
+    dev = torch.device(device)
 
     for i in range(warmup):
         load(i)
@@ -321,14 +329,19 @@ def _measure(load: Step, step: Step, steps: int, warmup: int) -> dict[str, Any]:
     step_times, load_times = [], []
     for k in range(steps):
         i = warmup + 1 + k
+        synchronize(dev)
         start = time.perf_counter()
         load(i)
         loaded = time.perf_counter()
         step(i)
+        synchronize(dev)
         step_times.append(time.perf_counter() - loaded)
         load_times.append(loaded - start)
     median = statistics.median(step_times)
+    peak_mib = torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda" else None
     return {
+        "device": device,
+        "peak_memory_mib": peak_mib,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "steps_timed": steps,
@@ -364,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     build = {"npt": _npt, "bishop": _bishop}[spec["model"]]
     with contextlib.redirect_stdout(sys.stderr):  # their progress prints: kept for a failure report
         load, step, facts = build(spec)
-        figures = _measure(load, step, int(spec["steps"]), int(spec["warmup"]))
+        figures = _measure(load, step, int(spec["steps"]), int(spec["warmup"]), spec.get("device", "cpu"))
     ours_loaded = sorted(name for name in sys.modules if name.startswith("tabrepro."))  # a test: no model code
     write_json(
         spec["result"],

@@ -4,7 +4,7 @@ A speed ratio measured on a busy machine says little (both sides wait for cores,
 amounts), so `check_load` refuses to time when the 1-minute load average is above a fraction of
 the cores unless forced, and a forced run carries a loud warning into the printed table and the
 JSON. `matmul_peak` measures the fp32 matrix-product rate the achieved GFLOP/s figures are judged
-against, at the thread count both sides run with.
+against, at the thread count both sides run with (on a GPU: the fp32 cuBLAS rate).
 """
 
 from __future__ import annotations
@@ -83,14 +83,19 @@ def _onednn_matmul_t() -> Any:
     return lambda a, b: op(a, b, None, "none", [], "")
 
 
-def matmul_peak(sizes: Sequence[int] = (2048, 4096), threads: int | None = None, repeats: int = 3) -> dict[str, Any]:
+def matmul_peak(
+    sizes: Sequence[int] = (2048, 4096), threads: int | None = None, repeats: int = 3, device: str = "cpu"
+) -> dict[str, Any]:
     """Best-of-`repeats` fp32 GFLOP/s of n x n products on `threads` torch threads, per size,
     through torch.mm (MKL/OpenBLAS) and through oneDNN (the GEMM our models use on CPU), and the
-    highest of all as the machine's peak."""
+    highest of all as the machine's peak. On "cuda": torch.mm on the GPU (cuBLAS) with torch's
+    TF32 setting as found (off unless something turned it on: recorded), and the GPU named."""
     import torch
 
     if threads is not None:
         torch.set_num_threads(threads)
+    if device == "cuda":
+        return _cuda_matmul_peak(sizes, max(repeats, 10))
     generator = torch.Generator().manual_seed(0)
     kernels: dict[str, Any] = {"torch.mm": lambda a, b: torch.mm(a, b)}
     onednn = _onednn_matmul_t()
@@ -110,6 +115,37 @@ def matmul_peak(sizes: Sequence[int] = (2048, 4096), threads: int | None = None,
             figures.setdefault(name, {})[str(n)] = 2.0 * n**3 / best / 1e9
     peak = max(value for per_size in figures.values() for value in per_size.values())
     return {"threads": torch.get_num_threads(), "gflops": figures, "peak_gflops": peak}
+
+
+def _cuda_matmul_peak(sizes: Sequence[int], repeats: int) -> dict[str, Any]:
+    """fp32 torch.mm rate on the current CUDA device: the best of `repeats` products per size,
+    each timed between device synchronisations after a warm-up (cuBLAS handle, heuristics)."""
+    import torch
+
+    from tabrepro.provenance import gpu_info
+
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    figures: dict[str, float] = {}
+    for n in sizes:
+        a = torch.randn((n, n), device="cuda", generator=generator)
+        b = torch.randn((n, n), device="cuda", generator=generator)
+        torch.mm(a, b)
+        best = float("inf")
+        for _ in range(repeats):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            torch.mm(a, b)
+            torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - start)
+        figures[str(n)] = 2.0 * n**3 / best / 1e9
+    return {
+        "threads": torch.get_num_threads(),
+        "device": "cuda",
+        "gflops": {"torch.mm (cuBLAS)": figures},
+        "peak_gflops": max(figures.values()),
+        "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "gpu": gpu_info(),
+    }
 
 
 def machine_info(threads: int) -> dict[str, Any]:

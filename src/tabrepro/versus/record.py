@@ -37,6 +37,15 @@ def _run_heading(run: dict[str, Any], source: str) -> str:
     commit, _, dirty = info["git_commit"].partition("+")
     end = info.get("load_average_1min_end")
     load = f"load {info['load_average_1min']:.2f} at the start" + (f", {end:.2f} at the end" if end is not None else "")
+    gpu = info.get("gpu") if info.get("device") == "cuda" else None
+    if gpu:
+        return (
+            f"{gpu['name']} GPU (CUDA {gpu.get('cuda')}, torch {info['torch']}), both sides on the GPU; host "
+            f"{info['cpu_model']} ({info['isa_level']}), {info['threads']} CPU threads, {load}, "
+            f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}, fp32 (no TF32) cuBLAS matmul peak "
+            f"{run['matmul_peak']['peak_gflops'] / 1000:.1f} TFLOP/s; "
+            f"{run['settings']['rounds']} alternating rounds, medians (`{source}`)"
+        )
     return (
         f"{info['cpu_model']} ({isa}; torch {info['torch']}, CPU capability {info['torch_cpu_capability']}), "
         f"{info['threads']} threads, {load}, tabrepro {commit[:12]}{'+' + dirty if dirty else ''}, "
@@ -52,11 +61,12 @@ def _table(run: dict[str, Any]) -> list[str]:
         "| GFLOP/s authors / ours (% of peak) | samples/s authors / ours |",
         "|---|---|---|---|---|---|",
     ]
+    digits = 1 if run["machine"].get("device") == "cuda" else 0  # a tiny step uses a GPU's peak thinly
     for case in run["cases"]:
         theirs, ours = case["authors"], case["ours"]
         rates = (
-            f"{theirs['gflops_per_s']:.0f} ({100 * theirs['gflops_per_s'] / peak:.0f} %) / "
-            f"{ours['gflops_per_s']:.0f} ({100 * ours['gflops_per_s'] / peak:.0f} %)"
+            f"{theirs['gflops_per_s']:.0f} ({100 * theirs['gflops_per_s'] / peak:.{digits}f} %) / "
+            f"{ours['gflops_per_s']:.0f} ({100 * ours['gflops_per_s'] / peak:.{digits}f} %)"
         )
         samples = f"{theirs['samples_per_s']:.1f} / {ours['samples_per_s']:.1f}" if "samples_per_s" in theirs else "–"
         lines.append(

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The checks that need a GPU, in one run on a machine with CUDA (a lent GPU machine, a cluster
+# node): the CUDA tests, the side-by-side benchmark on the GPU, and bf16 against fp32.
+#
+#   scripts/gpu_checks.sh OUT_DIR NPT_REPO BISHOP_REPO
+#
+# Runs from the repository root with the machine's own python3 and torch (src/ on PYTHONPATH: no
+# install, so a machine without package registries can run it). Each stage has a time limit and
+# writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
+# the next. Exit status: the number of stages that failed.
+set -u
+out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
+mkdir -p "$out"
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+failed=0
+stage() {  # stage NAME SECONDS COMMAND...
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  echo "=== $name (limit ${limit} s)"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: exit $rc after $((SECONDS - start)) s"
+  tail -n 25 "$out/$name.log"
+  [ "$rc" -eq 0 ] || failed=$((failed + 1))
+}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
+  grep -m1 "model name" /proc/cpuinfo; nproc; uptime; } >"$out/machine.txt" 2>&1
+cat "$out/machine.txt"
+stage test_cuda "${TEST_LIMIT:-100}" python3 -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py
+stage versus "${VERSUS_LIMIT:-230}" python3 -m tabrepro.versus --device cuda --npt-repo "$npt_repo" \
+  --bishop-repo "$bishop_repo" --rounds "${ROUNDS:-3}" --json "$out/versus-cuda.json"
+stage precision "${PRECISION_LIMIT:-170}" python3 -m tabrepro.precision --device cuda --json "$out/precision-cuda.json"
+exit "$failed"

@@ -1,0 +1,5 @@
+import sys
+
+from tabrepro.precision.compare import main
+
+sys.exit(main())
