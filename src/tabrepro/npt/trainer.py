@@ -161,9 +161,12 @@ class NPTTrainer(ResumableTrainer):
         self._eval_batches = self.eval_batches(self.table)
 
     def eval_batches(self, table: NPTTable) -> list[Tensor]:
-        """Evaluation minibatches over all rows, fixed for a given table and seed."""
+        """Evaluation minibatches over all rows, fixed for a given table and seed, and the same on
+        every device: drawn from a CPU generator (a CUDA one draws other batches, and an NPT row's
+        prediction depends on the rows beside it), so weights trained on a GPU predict on a CPU
+        what they predicted there, up to float rounding."""
         rows = torch.arange(table.n_rows, device=table.device)
-        return batch_plan(table, rows, self.config.batch_size, self._generator(self._seed("eval")))
+        return batch_plan(table, rows, self.config.batch_size, torch.Generator().manual_seed(self._seed("eval")))
 
     def _epoch_plan(self, epoch: int) -> _EpochPlan:
         if self._plan is None or self._plan.epoch != epoch:
