@@ -131,6 +131,35 @@ def test_the_authors_npt_command_line_enables_cuda_only_on_a_gpu(tmp_path):
     assert driver._bishop_args({**cases.authors_settings(cases.CASES["bishop_code"])}, 30, cuda=True).use_gpu
 
 
+def test_a_run_cut_short_keeps_the_rounds_it_finished(quiet, in_process, tmp_path, monkeypatch):
+    from tabrepro.versus import record
+
+    repo = tmp_path / "npt"
+    _repo(repo)
+    ours_runs = []
+
+    def authors_run(spec, workdir, timeout_s):
+        return {"step_s_median": 2.0, "step_s_min": 2.0, "gflop_per_step": 10.0}
+
+    def our_run(case, steps, warmup, threads, device="cpu"):
+        ours_runs.append(case.name)
+        if len(ours_runs) > 1:
+            raise KeyboardInterrupt  # the machine taken away in the second round
+        return {"step_s_median": 1.0, "step_s_min": 1.0, "gflop_per_step": 10.0}
+
+    monkeypatch.setattr(authors, "run_driver", authors_run)
+    monkeypatch.setattr(cases, "run_ours", our_run)
+    target = tmp_path / "versus.json"
+    argv = ["--npt-repo", str(repo), "--cases", "npt_tiny", "--rounds", "3", "--peak-sizes", "16"]
+    argv += ["--threads", str(torch.get_num_threads()), "--scratch", str(tmp_path / "s"), "--json", str(target)]
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(argv)
+    payload = json.loads(target.read_text())
+    assert payload["rounds_completed"] == 1 and payload["settings"]["rounds"] == 3
+    assert payload["cases"][0]["case"] == "npt_tiny" and payload["cases"][0]["ratio"] == 2.0
+    assert "1 alternating rounds (of 3 planned: cut short)" in record.render_block([target], tmp_path)
+
+
 # ------------------------------------------------------------------------------ the table
 def test_ratio_is_authors_time_over_ours():
     assert cases.ratio(8.0, 2.0) == 4.0

@@ -21,7 +21,8 @@ number of torch threads (default: the cores this process may use); the table giv
 over the rounds, the ratio (ours faster = authors' time / ours), achieved GFLOP/s against the
 machine's fp32 matmul peak measured at the same thread count, and for BiSHop samples/s. The
 command refuses to time when the 1-minute load average exceeds --max-load x cores (exit 2),
-unless --force, which marks the table and the JSON with a warning. Bad input (a missing
+unless --force, which marks the table and the JSON with a warning. The JSON is rewritten after
+every round ("rounds_completed"), so a run cut short keeps the rounds it finished. Bad input (a missing
 repository, an unknown case, a missing dependency, --device cuda without a GPU) is one line on
 stderr and exit status 2.
 
@@ -35,7 +36,7 @@ import argparse
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,7 +267,15 @@ def _run(args: argparse.Namespace) -> int:
         payload["settings"]["scratch"] = str(scratch)
         payload["settings"]["scratch_kept"] = not temporary
         _print(format_header(info, peak, warning, payload["authors_code"]))
-        summaries = _rounds(args, chosen, code, deps, threads, scratch)
+
+        def keep_round(summaries: list[dict[str, Any]], completed: int) -> None:
+            """After each round: the figures so far into the JSON, so a run cut short (a time
+            limit, a lost machine) still leaves a record of the rounds it finished."""
+            payload["cases"], payload["rounds_completed"] = summaries, completed
+            if args.json is not None:
+                write_json(args.json, payload)
+
+        summaries = _rounds(args, chosen, code, deps, threads, scratch, keep_round)
     finally:
         if temporary:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -313,8 +322,10 @@ def _rounds(
     deps: dict[str, list[str]],
     threads: int,
     scratch: Path,
+    after_round: Callable[[list[dict[str, Any]], int], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Alternate authors / ours per round; cases sharing the authors' settings share their run."""
+    """Alternate authors / ours per round; cases sharing the authors' settings share their run.
+    `after_round(summaries so far, rounds completed)` runs after every round."""
     groups: dict[str, list[Case]] = {}
     for case in chosen:
         groups.setdefault(cases.authors_key(case), []).append(case)
@@ -344,6 +355,11 @@ def _rounds(
                 ours = cases.run_ours(case, *_timing(args, case), threads, args.device)
                 our_runs[case.name].append(ours)
                 print(f"{tag} {case.name}: ours {ours['step_s_median']:.3f} s/step", flush=True)
+        if after_round is not None:
+            after_round(
+                [cases.summarise(case, authors_runs[case.name], our_runs[case.name]) for case in chosen],
+                round_index + 1,
+            )
     return [cases.summarise(case, authors_runs[case.name], our_runs[case.name]) for case in chosen]
 
 

@@ -29,6 +29,12 @@ def _ratio(value: float) -> str:
     return f"**{value:.2f}×**" if value == value else "n/a"
 
 
+def _rounds(run: dict[str, Any]) -> str:
+    planned = run["settings"]["rounds"]
+    completed = run.get("rounds_completed", planned)
+    return f"{completed} alternating rounds" + (f" (of {planned} planned: cut short)" if completed < planned else "")
+
+
 def _run_heading(run: dict[str, Any], source: str) -> str:
     info = run["machine"]
     limits = info.get("isa_limits") or {}
@@ -44,13 +50,13 @@ def _run_heading(run: dict[str, Any], source: str) -> str:
             f"{info['cpu_model']} ({info['isa_level']}), {info['threads']} CPU threads, {load}, "
             f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}, fp32 (no TF32) cuBLAS matmul peak "
             f"{run['matmul_peak']['peak_gflops'] / 1000:.1f} TFLOP/s; "
-            f"{run['settings']['rounds']} alternating rounds, medians (`{source}`)"
+            f"{_rounds(run)}, medians (`{source}`)"
         )
     return (
         f"{info['cpu_model']} ({isa}; torch {info['torch']}, CPU capability {info['torch_cpu_capability']}), "
         f"{info['threads']} threads, {load}, tabrepro {commit[:12]}{'+' + dirty if dirty else ''}, "
         f"fp32 matmul peak {run['matmul_peak']['peak_gflops']:.0f} GFLOP/s; "
-        f"{run['settings']['rounds']} alternating rounds, medians (`{source}`)"
+        f"{_rounds(run)}, medians (`{source}`)"
     )
 
 
