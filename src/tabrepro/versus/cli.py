@@ -22,9 +22,9 @@ over the rounds, the ratio (ours faster = authors' time / ours), achieved GFLOP/
 machine's fp32 matmul peak measured at the same thread count, and for BiSHop samples/s. The
 command refuses to time when the 1-minute load average exceeds --max-load x cores (exit 2),
 unless --force, which marks the table and the JSON with a warning. The JSON is rewritten after
-every round ("rounds_completed"), so a run cut short keeps the rounds it finished. Bad input (a missing
-repository, an unknown case, a missing dependency, --device cuda without a GPU) is one line on
-stderr and exit status 2.
+every round ("rounds_completed"), so a run cut short keeps the rounds it finished. Bad input (a
+missing repository, an unknown case, a missing dependency, --device cuda without a GPU) is one
+line on stderr and exit status 2.
 
 With --device cuda both sides train on the GPU (tabrepro.versus.cases says how each runs there),
 each run takes more steps (a GPU step is milliseconds), and the peak is the GPU's fp32 cuBLAS rate.

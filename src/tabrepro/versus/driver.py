@@ -4,11 +4,11 @@
 
 SPEC names the case, the model ("npt" or "bishop"), the directory holding the authors' checkout
 ("repo"), extra import-path entries ("deps"), threads, the device ("cpu" or "cuda"), warm-up and
-timed steps, the model settings, and where to write the figures ("result", JSON). The process puts their checkout on
-sys.path, stubs the imports their step never uses (tabrepro.versus.stubs), builds their model,
-optimiser and loss with their own functions and classes, and times what their training loop runs
-per step. It imports nothing of tabrepro.npt or tabrepro.bishop. What a step contains is
-described in tabrepro.versus.cases.
+timed steps, the model settings, and where to write the figures ("result", JSON). The process
+puts their checkout on sys.path, stubs the imports their step never uses
+(tabrepro.versus.stubs), builds their model, optimiser and loss with their own functions and
+classes, and times what their training loop runs per step. It imports nothing of tabrepro.npt
+or tabrepro.bishop. What a step contains is described in tabrepro.versus.cases.
 
 Timing follows our benchmarks (tabrepro.npt.bench, tabrepro.bishop.bench): `warmup` steps, one
 step under FlopCounterMode (matrix products and attention only), then `steps` timed steps; the
