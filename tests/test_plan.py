@@ -318,6 +318,9 @@ def test_npt_memory_counts_its_parameters_and_their_optimiser_copies():
     income = _shape(299_285, width=41)
     held_gib = memory_terms("npt", {"embed_dim": 64, "n_layers": 8, "batch_size": 2048}, income)["held"] / 1024
     assert 7.5 < held_gib < 8.5
+    # best_weights_on_disk: five copies in memory instead of six
+    on_disk = {"embed_dim": 64, "n_layers": 8, "batch_size": 2048, "best_weights_on_disk": True}
+    assert memory_terms("npt", on_disk, income)["held"] / 1024 == pytest.approx(held_gib * 5 / 6)
 
 
 def test_calibration_never_scales_the_exactly_known_bytes_down():

@@ -179,7 +179,8 @@ def npt_step_flops(config: Mapping[str, Any], n_attributes: int, rows: int) -> f
 
 
 # fp32 copies NPT's training holds of each parameter: the weights, their gradients, LAMB's two
-# moments, Lookahead's slow weights and the best weights kept for model selection.
+# moments, Lookahead's slow weights and the best weights kept for model selection (one copy
+# fewer with `best_weights_on_disk`).
 NPT_BYTES_PER_PARAMETER = 4 * 6
 
 
@@ -378,7 +379,8 @@ def memory_terms(model: str, config: Mapping[str, Any], shape: TableShape) -> di
         abd_attention = abd * heads * batch * batch * 4 * 3
         activations = batch * width * 4 * 40
         state = (abd_attention + activations) / 2**20
-        held = npt_parameters(config, shape.n_features + 1) * NPT_BYTES_PER_PARAMETER / 2**20
+        per_parameter = NPT_BYTES_PER_PARAMETER - (4 if _get(config, "best_weights_on_disk", False) else 0)
+        held = npt_parameters(config, shape.n_features + 1) * per_parameter / 2**20
     elif family in ("tabnet", "torch_mlp", "bishop"):
         batch = float(_get(config, "batch_size", 1024 if family == "tabnet" else 512 if family == "torch_mlp" else 32))
         state = batch * shape.width * 4 * 64 / 2**20

@@ -142,6 +142,9 @@ class BiSHopConfig(ConfigDictMixin):
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     deterministic: bool = True  # torch.use_deterministic_algorithms during fit
+    # Memory option, changes no result: the best-so-far weights live in a file of the checkpoint
+    # directory instead of in RAM (and in every state file). Needs a checkpoint directory.
+    best_weights_on_disk: bool = False
 
     def __post_init__(self) -> None:
         self.betas = tuple(float(b) for b in self.betas)  # type: ignore[assignment]
@@ -224,4 +227,4 @@ class BiSHopConfig(ConfigDictMixin):
 
 # Fields that change neither the computation nor its result: a checkpoint written under one value
 # may be resumed under another.
-RESUME_NEUTRAL_FIELDS: frozenset[str] = frozenset({"checkpoint_every_epochs"})
+RESUME_NEUTRAL_FIELDS: frozenset[str] = frozenset({"checkpoint_every_epochs", "best_weights_on_disk"})

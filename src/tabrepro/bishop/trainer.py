@@ -43,7 +43,6 @@ from tabrepro.layout import WEIGHTS_FILE
 from tabrepro.nn.checkpoint import (
     ResumableTrainer,
     atomic_torch_save,
-    clone_state,
     tensor_digest,
     to_cpu,
 )
@@ -153,6 +152,7 @@ class BiSHopTrainer(ResumableTrainer):
         self.best_loss: float | None = None
         self.best_epoch = 0
         self.best_weights: dict[str, Tensor] | None = None
+        self._forget_best()
         self.bad_epochs = 0
         self.stopped_early = False
         self.diverged = False
@@ -322,7 +322,7 @@ class BiSHopTrainer(ResumableTrainer):
                 self.diverged = True
             elif self.best_loss is None or val_loss < self.best_loss:
                 self.best_loss, self.best_epoch = val_loss, self.epoch
-                self.best_weights = clone_state(self.model)
+                self._keep_best()
                 self._best_validated_outputs = self._validated_outputs
                 self.bad_epochs = 0
             else:
@@ -351,6 +351,7 @@ class BiSHopTrainer(ResumableTrainer):
         written; an exception raised there stops training like a crash would (tests use it).
         """
         cfg = self.config
+        self._check_best_weights_setting()
         with deterministic_algorithms(cfg.deterministic, self.device):
             self.prepare(train, val)
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
@@ -408,7 +409,7 @@ class BiSHopTrainer(ResumableTrainer):
 
     def _progress_state(self) -> dict[str, Any]:
         return {
-            "best": {"loss": self.best_loss, "epoch": self.best_epoch, "weights": self.best_weights},
+            "best": {**self._best_state(), "epoch": self.best_epoch},
             "bad_epochs": self.bad_epochs,
             "stopped_early": self.stopped_early,
             "diverged": self.diverged,
@@ -422,6 +423,9 @@ class BiSHopTrainer(ResumableTrainer):
 
     def _last_is_best(self) -> None:
         self.best_epoch = self.epoch
+
+    def _position(self) -> int:
+        return self.epoch
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
         self.epoch = int(state["epoch"])

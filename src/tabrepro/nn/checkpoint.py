@@ -19,6 +19,8 @@ from torch import Tensor
 
 from tabrepro.io import atomic_open
 
+BEST_WEIGHTS_PREFIX = "best-weights-at-"  # + the training position + ".pt", with best_weights_on_disk
+
 __all__ = [
     "to_cpu",
     "to_device",
@@ -28,6 +30,7 @@ __all__ = [
     "save_state_dict",
     "read_checkpoint",
     "ResumableTrainer",
+    "BEST_WEIGHTS_PREFIX",
     "load_weights_into",
 ]
 
@@ -123,6 +126,13 @@ class ResumableTrainer:
     `schedule_key`, the name the trainer's existing state files use) and dropout-generator
     state, then the trainer's `_progress_state()` (best-so-far, history, flags). What the data
     and progress parts hold, and restoring them, stay with each trainer.
+
+    Best-so-far weights are a clone in RAM, saved inside every state file, unless the config's
+    `best_weights_on_disk` is set: then each new best goes to its own file in the checkpoint
+    directory (`best-weights-at-<position>.pt`, written atomically) and the state names it. A file
+    it replaces is deleted only once a state file naming the newer one is in place, so a kill at
+    any moment leaves a state whose best weights exist; files no state names (a kill between a
+    new best and the state after it) are deleted on resume, and the steps that made them rerun.
     """
 
     state_file: ClassVar[str]
@@ -137,6 +147,8 @@ class ResumableTrainer:
     optimizer: Any
     best_loss: float | None
     best_weights: dict[str, Tensor] | None
+    best_weights_file: str | None = None  # with best_weights_on_disk: its name in checkpoint_dir
+    _superseded_best_files: tuple[str, ...] = ()  # to delete once a state names a newer one
     _dropout_generator: torch.Generator | None
     # Outputs of the last validation pass (each trainer's own kind: NPT's targets of every row,
     # BiSHop's validation rows), under the weights the model holds now (None once a step changes
@@ -184,6 +196,45 @@ class ResumableTrainer:
         returns where training stands (NPT: step, BiSHop: epoch)."""
         raise NotImplementedError
 
+    def _position(self) -> int:
+        """Where training stands now (NPT: step, BiSHop: epoch)."""
+        raise NotImplementedError
+
+    # --- best-so-far weights
+    def _check_best_weights_setting(self) -> None:
+        if self.config.best_weights_on_disk and self.checkpoint_dir is None:
+            raise ValueError("best_weights_on_disk needs a checkpoint directory (checkpoint_dir) to keep them in")
+
+    def _forget_best(self) -> None:
+        """No best weights yet (a fresh start)."""
+        self.best_weights, self.best_weights_file, self._superseded_best_files = None, None, ()
+
+    def _keep_best(self) -> None:
+        """The model's current weights become the best so far: a clone in RAM, or a file."""
+        assert self.model is not None
+        if not self.config.best_weights_on_disk:
+            self.best_weights = clone_state(self.model)
+            return
+        assert self.checkpoint_dir is not None
+        name = f"{BEST_WEIGHTS_PREFIX}{self._position()}.pt"
+        save_state_dict(self.model, self.checkpoint_dir / name)
+        if self.best_weights_file not in (None, name):
+            self._superseded_best_files += (self.best_weights_file,)  # type: ignore[operator]
+        self.best_weights, self.best_weights_file = None, name
+
+    def _best_state(self) -> dict[str, Any]:
+        """The best-so-far part every state file holds: loss, and the weights or their file."""
+        return {"loss": self.best_loss, "weights": self.best_weights, "weights_file": self.best_weights_file}
+
+    def _remove_unnamed_best_files(self) -> None:
+        """Delete best-weights files the state file does not name (superseded, or orphans of a
+        kill between a new best and the state after it)."""
+        assert self.checkpoint_dir is not None
+        for path in self.checkpoint_dir.glob(f"{BEST_WEIGHTS_PREFIX}*.pt"):
+            if path.name != self.best_weights_file:
+                path.unlink(missing_ok=True)
+        self._superseded_best_files = ()
+
     # --- shared
     def state_dict(self) -> dict[str, Any]:
         assert self.model is not None and self.optimizer is not None and self._dropout_generator is not None
@@ -203,6 +254,9 @@ class ResumableTrainer:
         assert self.checkpoint_dir is not None
         path = self.checkpoint_dir / self.state_file
         atomic_torch_save(to_cpu(self.state_dict()), path)
+        for name in self._superseded_best_files:  # the state in place names a newer file
+            (self.checkpoint_dir / name).unlink(missing_ok=True)
+        self._superseded_best_files = ()
         return path
 
     def load_checkpoint(self) -> int | None:
@@ -212,31 +266,43 @@ class ResumableTrainer:
         path = self.checkpoint_dir / self.state_file
         state = read_checkpoint(path, self.checkpoint_format, self.config, self.resume_neutral_fields)
         if state is None:
+            self._remove_unnamed_best_files()  # left by an earlier run that wrote no state
             return None
         self._check_data_state(path, state)
+        best = state["best"]
+        weights_file = best.get("weights_file")
+        if weights_file is not None and not (self.checkpoint_dir / weights_file).is_file():
+            raise ValueError(f"{path} names best weights {weights_file}, which are missing; refusing to resume")
         self.model.load_state_dict(state["model"])
         self._forget_outputs()
         self.optimizer.load_state_dict(to_device(state["optimizer"], self.device))
         self._lr_schedule().load_state_dict(state[self.schedule_key])
         self._dropout_generator.set_state(state["rng"]["dropout"])
-        best = state["best"]
         self.best_loss = best["loss"]
         self.best_weights = None if best["weights"] is None else to_device(best["weights"], self.device)
+        self.best_weights_file = weights_file
+        self._remove_unnamed_best_files()
         return self._restore_progress(state)
 
     def _select_weights(self, keep_last: bool = False) -> None:
         """At the end of training: persist the final state, then load the selected weights (the
         best validation loss's; the last ones when `keep_last` or nothing was validated)."""
         assert self.model is not None
-        if self.best_weights is None or keep_last:
+        if (self.best_weights is None and self.best_weights_file is None) or keep_last:
             self._last_is_best()
-            self.best_weights = clone_state(self.model)
+            if self.best_weights_file is not None:
+                self._superseded_best_files += (self.best_weights_file,)
+            self.best_weights, self.best_weights_file = clone_state(self.model), None
             selected_outputs = self._validated_outputs
         else:
             selected_outputs = self._best_validated_outputs
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
-        self.model.load_state_dict(self.best_weights)
+        if self.best_weights is not None:
+            self.model.load_state_dict(self.best_weights)
+        else:
+            assert self.checkpoint_dir is not None and self.best_weights_file is not None
+            load_weights_into(self.model, self.checkpoint_dir / self.best_weights_file, self.device)
         self.model.eval()
         self._validated_outputs = selected_outputs
 

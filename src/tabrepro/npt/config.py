@@ -99,6 +99,10 @@ class NPTConfig(ConfigDictMixin):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16_autocast: bool = False  # bfloat16 autocast for the forward pass
     deterministic: bool = True  # torch.use_deterministic_algorithms during fit (CPU)
+    # Memory option, changes no result: the best-so-far weights live in a file of the checkpoint
+    # directory instead of in RAM (and in every state file): a parameter-sized copy fewer at the
+    # peak (2.4 GiB for NPT-Base on Forest Cover). Needs a checkpoint directory.
+    best_weights_on_disk: bool = False
 
     def __post_init__(self) -> None:
         self.lamb_betas = tuple(float(b) for b in self.lamb_betas)  # type: ignore[assignment]
@@ -165,4 +169,4 @@ class NPTConfig(ConfigDictMixin):
 
 # Fields that change neither the computation nor its result: a checkpoint written under one value
 # may be resumed under another.
-RESUME_NEUTRAL_FIELDS: frozenset[str] = frozenset({"checkpoint_every_steps"})
+RESUME_NEUTRAL_FIELDS: frozenset[str] = frozenset({"checkpoint_every_steps", "best_weights_on_disk"})

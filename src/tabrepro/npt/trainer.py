@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from tabrepro.features import Feature
-from tabrepro.nn.checkpoint import ResumableTrainer, atomic_torch_save, clone_state
+from tabrepro.nn.checkpoint import ResumableTrainer, save_state_dict
 from tabrepro.nn.progress import logged_batches
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device
 from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
@@ -154,7 +154,8 @@ class NPTTrainer(ResumableTrainer):
         self.optimizer = build_optimizer(self.model, cfg)
         self.step = 0
         self.history, self.val_history = [], []
-        self.best_loss, self.best_step, self.best_weights = None, 0, None
+        self.best_loss, self.best_step = None, 0
+        self._forget_best()
         self._forget_outputs()
         self.diverged = False
         self._plan = None
@@ -273,7 +274,7 @@ class NPTTrainer(ResumableTrainer):
         self.val_history.append((self.step, loss))
         if self.best_loss is None or loss < self.best_loss:
             self.best_loss, self.best_step = loss, self.step
-            self.best_weights = clone_state(self.model)
+            self._keep_best()
             self._best_validated_outputs = outputs
 
     def _is_eval_step(self, step: int) -> bool:
@@ -289,6 +290,7 @@ class NPTTrainer(ResumableTrainer):
         an exception raised there stops training like a crash would (tests use it to interrupt).
         """
         cfg = self.config
+        self._check_best_weights_setting()
         with deterministic_algorithms(cfg.deterministic, self.device):
             self.prepare(table)
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
@@ -320,12 +322,9 @@ class NPTTrainer(ResumableTrainer):
     def _finish(self) -> None:
         """Load the selected weights (the last ones without validation rows, or when training
         diverged before any); persist the final state and the best weights."""
-        self._select_weights()
+        self._select_weights()  # the model now holds the selected weights
         if self.checkpoint_dir is not None:
-            assert self.best_weights is not None
-            atomic_torch_save(
-                {k: v.cpu() for k, v in self.best_weights.items()}, self.checkpoint_dir / BEST_WEIGHTS_FILE
-            )
+            save_state_dict(self.model, self.checkpoint_dir / BEST_WEIGHTS_FILE)
 
     # ------------------------------------------------------------------ checkpoints
     # What ResumableTrainer's state file holds besides weights, optimiser, schedule and dropout.
@@ -342,7 +341,7 @@ class NPTTrainer(ResumableTrainer):
 
     def _progress_state(self) -> dict[str, Any]:
         return {
-            "best": {"loss": self.best_loss, "step": self.best_step, "weights": self.best_weights},
+            "best": {**self._best_state(), "step": self.best_step},
             "history": self.history,
             "val_history": self.val_history,
             "diverged": self.diverged,
@@ -354,6 +353,9 @@ class NPTTrainer(ResumableTrainer):
 
     def _last_is_best(self) -> None:
         self.best_step = self.step
+
+    def _position(self) -> int:
+        return self.step
 
     def _restore_progress(self, state: dict[str, Any]) -> int:
         self.step = int(state["step"])
