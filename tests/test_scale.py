@@ -368,7 +368,9 @@ def _bench_predictions(work: Path, *settings: str) -> dict[str, dict[str, np.nda
     for setting in settings:
         argv += ["--set", setting]
     assert bench.main([*argv, "--json", str(work / "bench.json")]) == 0
-    records = json.loads((work / "bench.json").read_text())["records"]
+    payload = json.loads((work / "bench.json").read_text())
+    assert len(payload["settings"]) == len(settings)  # the record names its overrides
+    records = payload["records"]
     assert all(r["status"] == "ok" for r in records), records
     outputs = {}
     for model in ("bishop", "npt"):

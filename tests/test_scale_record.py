@@ -12,9 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted((ROOT / "docs" / "scale").glob("bench-*.json"))
 
 
-def _run(tmp_path: Path, name: str, records: list[dict], rows_scale: float = 1.0) -> Path:
+def _run(tmp_path: Path, name: str, records: list[dict], rows_scale: float = 1.0, settings=None) -> Path:
     machine = {"cpu": "Some CPU", "isa": "AVX2", "cores": 2, "memory_mb": 24576, "commit": "b" * 40}
     payload = {"rows_scale": rows_scale, "threads": 1, "stage_timeout_s": 60.0, "machine": machine}
+    if settings is not None:
+        payload["settings"] = settings
     path = tmp_path / name
     path.write_text(json.dumps({**payload, "records": records}))
     return path
@@ -51,7 +53,12 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
             _stage("higgs", "train-config", "npt", status="timeout", wall=60.0, peak_mb=20 * 1024.0),
         ],
     )
-    second = _run(tmp_path, "b.json", [_stage("income", "prepare", wall=5.0), _stage("income", "train", "knn")])
+    second = _run(
+        tmp_path,
+        "b.json",
+        [_stage("income", "prepare", wall=5.0), _stage("income", "train", "knn")],
+        settings=["npt.recompute_blocks=true"],
+    )
     block = record.render_block([first, second], tmp_path)
     lines = block.splitlines()
     assert lines[0] == record.README_BEGIN and lines[-1] == record.README_END
@@ -60,6 +67,7 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
     assert "| npt train-config | timeout after 60 s, 20.0 GiB (over 16 GiB) | not run |" in block
     assert "| knn train | not run | 10 s, 1.0 GiB |" in block
     assert "| generate |" not in block and "Some CPU (AVX2)" in block and "bbbbbbbbbbbb" in block
+    assert "with `npt.recompute_blocks=true`" in block and block.count(", with `") == 1  # a run's --set overrides
 
 
 def test_a_reduced_run_is_refused_and_a_readme_without_markers_named(tmp_path, capsys):

@@ -343,6 +343,9 @@ class Bench:
             "threads": self.args.threads,
             "seed": self.args.seed,
             "stage_timeout_s": self.args.stage_timeout,
+            # --set overrides of the tiny budgets (memory options such as recompute_blocks change
+            # what a stage measures, so the record names them)
+            "settings": [f"{model}.{name}={json.dumps(value)}" for model, name, value in self.args.set],
             "machine": self.machine,
             "records": [asdict(r) for r in self.records],
         }

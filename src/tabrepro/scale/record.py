@@ -76,6 +76,7 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
             f"{machine['memory_mb'] / 1024:.0f} GiB, {run['threads']} thread(s) per job, "
             f"{f'stage timeout {timeout} s' if timeout else 'no stage timeout'}, "
             f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
+            + (f", with {', '.join(f'`{item}`' for item in run['settings'])}" if run.get("settings") else "")
         )
     lines += ["", "| stage | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
     for stage in stages:
