@@ -9,9 +9,9 @@
 # writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
 # the next. Exit status: the number of stages that failed.
 #
-# Environment: STAGES (default "test_cuda versus precision"), each stage's limit in seconds
-# (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT), ROUNDS (versus, default 3) and PRECISION_ARGS
-# (extra options of python -m tabrepro.precision, e.g. "--datasets digits --models bishop").
+# Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"), each
+# stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT), ROUNDS (versus, default
+# 3) and PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g. "--datasets digits").
 # Measured on an H200 (docs/gpu/2026-11-26-h200): test_cuda ~20 s; versus ~80 s per round (each
 # run a fresh process that initialises CUDA); precision per fit on breast cancer: NPT 54-62 s
 # (1,000 steps), BiSHop 27-45 s. All three do not fit one 10-minute call: split them by STAGES.
@@ -19,6 +19,7 @@ set -u
 out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
 mkdir -p "$out"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+python=${PYTHON:-python3}
 failed=0
 stage() {  # stage NAME SECONDS COMMAND...
   local name=$1 limit=$2; shift 2
@@ -31,20 +32,20 @@ stage() {  # stage NAME SECONDS COMMAND...
   [ "$rc" -eq 0 ] || failed=$((failed + 1))
 }
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
-  python3 -c 'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
+  "$python" -c 'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
   grep -m1 "model name" /proc/cpuinfo; nproc; uptime; } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 stages=" ${STAGES:-test_cuda versus precision} "
 if [[ $stages == *" test_cuda "* ]]; then
-  stage test_cuda "${TEST_LIMIT:-60}" python3 -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py
+  stage test_cuda "${TEST_LIMIT:-60}" "$python" -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py
 fi
 if [[ $stages == *" versus "* ]]; then
-  stage versus "${VERSUS_LIMIT:-300}" python3 -m tabrepro.versus --device cuda --npt-repo "$npt_repo" \
+  stage versus "${VERSUS_LIMIT:-300}" "$python" -m tabrepro.versus --device cuda --npt-repo "$npt_repo" \
     --bishop-repo "$bishop_repo" --rounds "${ROUNDS:-3}" --json "$out/versus-cuda.json"
 fi
 if [[ $stages == *" precision "* ]]; then
   # shellcheck disable=SC2086  # PRECISION_ARGS is a list of options
-  stage precision "${PRECISION_LIMIT:-500}" python3 -m tabrepro.precision --device cuda ${PRECISION_ARGS:-} \
+  stage precision "${PRECISION_LIMIT:-500}" "$python" -m tabrepro.precision --device cuda ${PRECISION_ARGS:-} \
     --json "$out/precision-cuda.json"
 fi
 exit "$failed"
