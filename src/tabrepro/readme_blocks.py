@@ -14,12 +14,14 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write
 
-__all__ = ["ReadmeBlockError", "replace_block", "block_main"]
+__all__ = ["ReadmeBlockError", "replace_block", "sections_block", "RunsBlock"]
 
 
 class ReadmeBlockError(InputError):
@@ -47,31 +49,52 @@ def replace_block(readme: Path, block: str, begin: str, end: str, *, check: bool
     return True
 
 
-def block_main(
-    argv: Sequence[str] | None,
-    *,
-    prog: str,
-    description: str,
-    runs_help: str,
-    update: Callable[[Path, list[Path], bool], bool],
-    what: str,
-) -> int:
-    """The command line of a block's renderer: RUN files, --readme, --check (exit 1 when stale).
+def sections_block(
+    begin: str, end: str, paths: Sequence[Path], root: Path, section: Callable[[Path, dict[str, Any], str], list[str]]
+) -> str:
+    """A block of one section per run file, in order: `section(path, run, path shown relative to
+    root)` gives its lines (a blank line goes before each)."""
+    lines = [begin]
+    for path in paths:
+        run = json.loads(Path(path).read_text(encoding="utf-8"))
+        shown = Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+        lines += ["", *section(Path(path), run, shown)]
+    lines.append(end)
+    return "\n".join(lines)
 
-    `update(readme, runs, check)` renders the block from the run files and replaces it. Bad input
-    (a missing or malformed run file, a README without the markers) is one line and exit 2.
-    """
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("runs", nargs="+", type=Path, help=runs_help)
-    parser.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default %(default)s)")
-    parser.add_argument("--check", action="store_true", help="exit 1 when the block is stale; change nothing")
-    args = parser.parse_args(argv)
-    try:
-        current = update(args.readme, args.runs, args.check)
-    except (InputError, OSError, KeyError, json.JSONDecodeError) as error:
-        print(f"{prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
-        return 2
-    if args.check and not current:
-        print(f"{args.readme}: the {what} block is stale; rerun without --check", file=sys.stderr)
-        return 1
-    return 0
+
+@dataclass(frozen=True)
+class RunsBlock:
+    """A README block rendered whole from committed run files (JSON), and its command line:
+    RUN files, --readme, --check (exit 1 when stale). Bad input (a missing or malformed run file,
+    a README without the markers) is one line and exit 2."""
+
+    begin: str
+    end: str
+    render: Callable[[Sequence[Path], Path], str]  # (run files, the README's folder) -> the block
+    prog: str
+    description: str
+    runs_help: str
+    what: str  # "the {what} block is stale"
+
+    def update_readme(self, readme: Path, paths: Sequence[Path], *, check: bool = False) -> bool:
+        """Rewrite the README's block; with check, only say whether it is current."""
+        return replace_block(readme, self.render(paths, Path(readme).parent), self.begin, self.end, check=check)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        parser = argparse.ArgumentParser(prog=self.prog, description=self.description)
+        parser.add_argument("runs", nargs="+", type=Path, help=self.runs_help)
+        parser.add_argument(
+            "--readme", type=Path, default=Path("README.md"), help="README to update (default %(default)s)"
+        )
+        parser.add_argument("--check", action="store_true", help="exit 1 when the block is stale; change nothing")
+        args = parser.parse_args(argv)
+        try:
+            current = self.update_readme(args.readme, args.runs, check=args.check)
+        except (InputError, OSError, KeyError, json.JSONDecodeError) as error:
+            print(f"{self.prog}: error: {type(error).__name__}: {error}", file=sys.stderr)
+            return 2
+        if args.check and not current:
+            print(f"{args.readme}: the {self.what} block is stale; rerun without --check", file=sys.stderr)
+            return 1
+        return 0

@@ -7,12 +7,11 @@ runs (docs/precision/*.json); never typed by hand.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tabrepro.readme_blocks import block_main, replace_block
+from tabrepro.readme_blocks import RunsBlock, sections_block
 
 __all__ = ["README_BEGIN", "README_END", "render_block", "update_readme", "main"]
 
@@ -50,28 +49,23 @@ def _table(run: dict[str, Any]) -> list[str]:
 
 
 def render_block(paths: Sequence[Path], root: Path) -> str:
-    lines = [README_BEGIN]
-    for path in paths:
-        run = json.loads(Path(path).read_text(encoding="utf-8"))
-        shown = Path(path).resolve().relative_to(root.resolve())
-        lines += ["", _heading(run, shown.as_posix()) + ":", "", *_table(run)]
-    lines.append(README_END)
-    return "\n".join(lines)
-
-
-def update_readme(readme: Path, paths: Sequence[Path], *, check: bool = False) -> bool:
-    return replace_block(readme, render_block(paths, Path(readme).parent), README_BEGIN, README_END, check=check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return block_main(
-        argv,
-        prog="python -m tabrepro.precision.record",
-        description="Render the README's bf16-against-fp32 block from committed tabrepro.precision JSON runs.",
-        runs_help="JSON files written by python -m tabrepro.precision --json",
-        update=lambda readme, runs, check: update_readme(readme, runs, check=check),
-        what="bf16 against fp32",
+    """The README block for these run files (paths shown relative to `root`)."""
+    return sections_block(
+        README_BEGIN, README_END, paths, root, lambda path, run, shown: [_heading(run, shown) + ":", "", *_table(run)]
     )
+
+
+BLOCK = RunsBlock(
+    README_BEGIN,
+    README_END,
+    render_block,
+    prog="python -m tabrepro.precision.record",
+    description="Render the README's bf16-against-fp32 block from committed tabrepro.precision JSON runs.",
+    runs_help="JSON files written by python -m tabrepro.precision --json",
+    what="bf16 against fp32",
+)
+update_readme = BLOCK.update_readme  # (readme, run files, check=False) -> whether the block is current
+main = BLOCK.main
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tabrepro.errors import InputError
-from tabrepro.readme_blocks import block_main, replace_block
+from tabrepro.readme_blocks import RunsBlock
 
 __all__ = ["README_BEGIN", "README_END", "GIB_LIMIT", "render_block", "update_readme", "main"]
 
@@ -86,20 +86,17 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
     return "\n".join(lines)
 
 
-def update_readme(readme: Path, paths: Sequence[Path], *, check: bool = False) -> bool:
-    """Rewrite the README's scale block; with check, only say whether it is current."""
-    return replace_block(readme, render_block(paths, Path(readme).parent), README_BEGIN, README_END, check=check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return block_main(
-        argv,
-        prog="python -m tabrepro.scale.record",
-        description="Render the README's full-size stage x dataset table from committed scale-bench JSON runs.",
-        runs_help="JSON files written by python -m tabrepro.scale.bench --json",
-        update=lambda readme, runs, check: update_readme(readme, runs, check=check),
-        what="full-size scale",
-    )
+BLOCK = RunsBlock(
+    README_BEGIN,
+    README_END,
+    render_block,
+    prog="python -m tabrepro.scale.record",
+    description="Render the README's full-size stage x dataset table from committed scale-bench JSON runs.",
+    runs_help="JSON files written by python -m tabrepro.scale.bench --json",
+    what="full-size scale",
+)
+update_readme = BLOCK.update_readme  # (readme, run files, check=False) -> whether the block is current
+main = BLOCK.main
 
 
 if __name__ == "__main__":

@@ -11,13 +11,12 @@ ISA limits, the load and the commit beside every table. A test keeps block and f
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tabrepro.errors import InputError
-from tabrepro.readme_blocks import block_main, replace_block
+from tabrepro.readme_blocks import RunsBlock, sections_block
 
 __all__ = ["README_BEGIN", "README_END", "render_block", "update_readme", "main"]
 
@@ -82,33 +81,28 @@ def _table(run: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _section(path: Path, run: dict[str, Any], shown: str) -> list[str]:
+    if run.get("warning"):
+        raise InputError(f"{path}: timed on a busy machine ({run['warning']}); not a record for the README")
+    return [_run_heading(run, shown) + ":", "", *_table(run)]
+
+
 def render_block(paths: Sequence[Path], root: Path) -> str:
     """The README block for these run files (paths shown relative to `root`)."""
-    lines = [README_BEGIN]
-    for path in paths:
-        run = json.loads(Path(path).read_text(encoding="utf-8"))
-        if run.get("warning"):
-            raise InputError(f"{path}: timed on a busy machine ({run['warning']}); not a record for the README")
-        shown = Path(path).resolve().relative_to(root.resolve()) if root else Path(path)
-        lines += ["", _run_heading(run, shown.as_posix()) + ":", "", *_table(run)]
-    lines.append(README_END)
-    return "\n".join(lines)
+    return sections_block(README_BEGIN, README_END, paths, root, _section)
 
 
-def update_readme(readme: Path, paths: Sequence[Path], *, check: bool = False) -> bool:
-    """Rewrite the README's versus block; with check, only say whether it is current."""
-    return replace_block(readme, render_block(paths, Path(readme).parent), README_BEGIN, README_END, check=check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return block_main(
-        argv,
-        prog="python -m tabrepro.versus.record",
-        description="Render the README's side-by-side speed block from committed tabrepro.versus JSON runs.",
-        runs_help="JSON files written by python -m tabrepro.versus --json",
-        update=lambda readme, runs, check: update_readme(readme, runs, check=check),
-        what="side-by-side speed",
-    )
+BLOCK = RunsBlock(
+    README_BEGIN,
+    README_END,
+    render_block,
+    prog="python -m tabrepro.versus.record",
+    description="Render the README's side-by-side speed block from committed tabrepro.versus JSON runs.",
+    runs_help="JSON files written by python -m tabrepro.versus --json",
+    what="side-by-side speed",
+)
+update_readme = BLOCK.update_readme  # (readme, run files, check=False) -> whether the block is current
+main = BLOCK.main
 
 
 if __name__ == "__main__":
