@@ -148,7 +148,6 @@ class ResumableTrainer:
     best_loss: float | None
     best_weights: dict[str, Tensor] | None
     best_weights_file: str | None = None  # with best_weights_on_disk: its name in checkpoint_dir
-    _superseded_best_files: tuple[str, ...] = ()  # to delete once a state names a newer one
     _dropout_generator: torch.Generator | None
     # Outputs of the last validation pass (each trainer's own kind: NPT's targets of every row,
     # BiSHop's validation rows), under the weights the model holds now (None once a step changes
@@ -207,7 +206,7 @@ class ResumableTrainer:
 
     def _forget_best(self) -> None:
         """No best weights yet (a fresh start)."""
-        self.best_weights, self.best_weights_file, self._superseded_best_files = None, None, ()
+        self.best_weights, self.best_weights_file = None, None
 
     def _keep_best(self) -> None:
         """The model's current weights become the best so far: a clone in RAM, or a file."""
@@ -217,9 +216,7 @@ class ResumableTrainer:
             return
         assert self.checkpoint_dir is not None
         name = f"{BEST_WEIGHTS_PREFIX}{self._position()}.pt"
-        save_state_dict(self.model, self.checkpoint_dir / name)
-        if self.best_weights_file not in (None, name):
-            self._superseded_best_files += (self.best_weights_file,)  # type: ignore[operator]
+        save_state_dict(self.model, self.checkpoint_dir / name)  # the older file goes with the next state
         self.best_weights, self.best_weights_file = None, name
 
     def _best_state(self) -> dict[str, Any]:
@@ -227,13 +224,12 @@ class ResumableTrainer:
         return {"loss": self.best_loss, "weights": self.best_weights, "weights_file": self.best_weights_file}
 
     def _remove_unnamed_best_files(self) -> None:
-        """Delete best-weights files the state file does not name (superseded, or orphans of a
-        kill between a new best and the state after it)."""
+        """Delete best-weights files the state file (just written or read) does not name:
+        superseded ones, and orphans of a kill between a new best and the state after it."""
         assert self.checkpoint_dir is not None
         for path in self.checkpoint_dir.glob(f"{BEST_WEIGHTS_PREFIX}*.pt"):
             if path.name != self.best_weights_file:
                 path.unlink(missing_ok=True)
-        self._superseded_best_files = ()
 
     # --- shared
     def state_dict(self) -> dict[str, Any]:
@@ -254,9 +250,7 @@ class ResumableTrainer:
         assert self.checkpoint_dir is not None
         path = self.checkpoint_dir / self.state_file
         atomic_torch_save(to_cpu(self.state_dict()), path)
-        for name in self._superseded_best_files:  # the state in place names a newer file
-            (self.checkpoint_dir / name).unlink(missing_ok=True)
-        self._superseded_best_files = ()
+        self._remove_unnamed_best_files()  # only now: the state in place names the newest
         return path
 
     def load_checkpoint(self) -> int | None:
@@ -290,8 +284,6 @@ class ResumableTrainer:
         assert self.model is not None
         if (self.best_weights is None and self.best_weights_file is None) or keep_last:
             self._last_is_best()
-            if self.best_weights_file is not None:
-                self._superseded_best_files += (self.best_weights_file,)
             self.best_weights, self.best_weights_file = clone_state(self.model), None
             selected_outputs = self._validated_outputs
         else:
