@@ -204,3 +204,19 @@ def test_folds_trained_in_one_process_give_what_their_own_jobs_give(prepared, ca
     assert "use `tabrepro train-batch`" in capsys.readouterr().err
     assert main([*args, "train-folds", "npt", "breast_cancer", "knn", "--folds", "10"]) == 2
     assert "fold 10 out of range" in capsys.readouterr().err
+
+
+def test_loading_a_fold_hands_back_the_tables_arrow_memory_once_the_table_is_gone(prepared, monkeypatch):
+    """The categorical (string) columns live in Arrow's allocator; the job releases its pages only
+    after the table is dropped, so they do not sit under a model's training step."""
+    import pyarrow as pa
+
+    import tabrepro.training as training
+
+    _, _, params, job, _ = prepared
+    before = pa.total_allocated_bytes()
+    held_at_release: list[int] = []
+    monkeypatch.setattr(training, "release_arrow_memory", lambda: held_at_release.append(pa.total_allocated_bytes()))
+    fold = training.load_fold(params, job)
+    assert held_at_release == [before]
+    assert fold.X.shape[0] == len(fold.split.roles)

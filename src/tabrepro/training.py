@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from tabrepro.config import Job, Params, ParamsError
-from tabrepro.data.table import load_table
+from tabrepro.data.table import load_table, release_arrow_memory
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
@@ -74,7 +74,7 @@ def load_fold(params: Params, job: Job) -> FoldData:
     features = Preprocessor().fit(table.frame, schema, split.train)
     target = TargetEncoder().fit(table.frame, schema, split.train)
     n_classes = None if schema.task == "regression" else len(schema.target_column.levels)
-    return FoldData(
+    fold = FoldData(
         schema.task,
         features.transform(table.frame),
         target.transform(table.frame),
@@ -84,6 +84,9 @@ def load_fold(params: Params, job: Job) -> FoldData:
         features.feature_layout,
         n_classes,
     )
+    del table  # the encoded matrices are all a job needs from here on
+    release_arrow_memory()
+    return fold
 
 
 def model_outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:

@@ -84,3 +84,16 @@ def load_table(directory: Path) -> Table:
     columns = {name: pd.read_parquet(path, columns=[name])[name] for name in names}
     frame = pd.DataFrame(columns, copy=False)
     return Table(frame=frame, schema=schema)
+
+
+def release_arrow_memory() -> None:
+    """Hand back to the system what Arrow's allocator kept after frames were dropped.
+
+    Categorical columns are Arrow-backed strings; once the last frame holding them is gone, Arrow's
+    allocator (mimalloc) still keeps their pages. Jobs that encode a table and drop it call this,
+    so that memory does not sit under a model's training step (0.3-1 GiB on Forest Cover's
+    581,012 rows).
+    """
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
