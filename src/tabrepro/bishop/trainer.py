@@ -220,14 +220,16 @@ class BiSHopTrainer(ResumableTrainer):
         data = data.to(self.device)
         self.model.eval()
         size = self.config.eval_batch_size
+        result = torch.zeros((len(data), self.n_outputs), device=self.device)
+        saved = self._saved_pass(result, lambda: ("bishop prediction pass", data.x_cat, data.x_num, f"batch {size}"))
+        starts = range(0, len(data), size)
+        begin = saved.resume()
         with bf16_autocast(self.device, self.config.bf16_autocast):
-            chunks = [
-                self.model(data.x_cat[i : i + size], data.x_num[i : i + size]).float()
-                for i in logged_batches(range(0, len(data), size), "bishop prediction pass", log)
-            ]
-        if not chunks:
-            return torch.empty((0, self.n_outputs), device=self.device)
-        return torch.cat(chunks).float()
+            for done, i in enumerate(logged_batches(starts, "bishop prediction pass", log, start=begin), begin + 1):
+                result[i : i + size] = self.model(data.x_cat[i : i + size], data.x_num[i : i + size]).float()
+                saved.batch_done(done)
+        saved.finish()
+        return result
 
     def mean_loss(self, data: TabularTensors, outputs: Tensor | None = None) -> float:
         """Mean loss over `data`'s rows (of `outputs` when given: the model's outputs for them)."""

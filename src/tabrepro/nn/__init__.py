@@ -7,7 +7,9 @@ interface (tabrepro.models) share, and none of them owns:
 * `dropout`    dropout drawing from an explicit, checkpointed generator;
 * `kernels`    oneDNN GEMMs and attention with dropout, the CPU fast paths;
 * `checkpoint` atomic checkpoint files, and `ResumableTrainer`: the state file, resuming from it
-               and selecting the kept weights, shared by both trainers;
+               and selecting the kept weights, shared by both trainers; `SavedPass`, the
+               outputs so far of a long prediction pass, so a killed job goes on after them;
+* `progress`   progress lines of long prediction passes;
 * `session`    device, threads, seeded RNG, determinism, autocast;
 * `bench`      FLOP, time and memory measurement for the benchmarks.
 

@@ -11,6 +11,9 @@ pickled classes, so renaming a class never makes an old checkpoint unreadable.
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -20,6 +23,12 @@ from torch import Tensor
 from tabrepro.io import atomic_open
 
 BEST_WEIGHTS_PREFIX = "best-weights-at-"  # + the training position + ".pt", with best_weights_on_disk
+PASS_FILE = "pass-in-progress.pt"  # a long prediction pass's outputs so far (SavedPass)
+PASS_FORMAT = 1
+PassIdentity = Sequence[str | Tensor | Sequence[Tensor]]  # what a pass's outputs depend on besides weights
+SAVE_PASS_EVERY_S = 300.0  # how often a long pass writes its outputs so far
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "to_cpu",
@@ -32,6 +41,9 @@ __all__ = [
     "ResumableTrainer",
     "BEST_WEIGHTS_PREFIX",
     "load_weights_into",
+    "PASS_FILE",
+    "SavedPass",
+    "pass_key",
 ]
 
 
@@ -72,7 +84,7 @@ def tensor_digest(*tensors: Tensor | None) -> str:
             continue
         t = tensor.detach().cpu().contiguous()
         digest.update(f"{t.dtype}{tuple(t.shape)};".encode())
-        digest.update(t.numpy().tobytes() if t.numel() else b"")
+        digest.update(t.numpy().reshape(-1) if t.numel() else b"")  # the bytes, without a copy
     return digest.hexdigest()
 
 
@@ -114,6 +126,89 @@ def read_checkpoint(
     if comparable(state["config"]) != comparable(config.to_dict()):
         raise ValueError(f"{path} was written with a different {config_cls.__name__}; refusing to resume")
     return state
+
+
+def pass_key(model: torch.nn.Module, *identity: str | Tensor | Sequence[Tensor]) -> str:
+    """What a prediction pass's outputs depend on, as one digest: the model's weights and the
+    caller's `identity` (data fingerprint, batches, settings that change the arithmetic)."""
+    digest = hashlib.sha256(tensor_digest(*model.state_dict().values()).encode())
+    for part in identity:
+        if isinstance(part, str):
+            digest.update(f"{part};".encode())
+        elif isinstance(part, Tensor):
+            digest.update(tensor_digest(part).encode())
+        else:
+            digest.update(f"{len(part)} tensors;".encode())
+            digest.update(tensor_digest(*part).encode())
+    return digest.hexdigest()
+
+
+class SavedPass:
+    """The finished batches of a long prediction pass, kept in a file so a killed job goes on.
+
+    At full size one pass of NPT or BiSHop over every row is hours on a CPU node (NPT on Forest
+    Cover: 323 batches at 15-30 s each); a job killed in it (a time limit, a preempted node, the
+    end of a session) would start the pass again. With a checkpoint directory, `batch_done` writes
+    the outputs so far to `PASS_FILE` (atomically) at most every `every_s` seconds, under `key()`,
+    the digest of everything they depend on (`pass_key`). A pass started with the same key takes
+    the saved outputs and continues after the last saved batch: a row's output depends only on the
+    weights and its batch, so the outputs are the uninterrupted pass's, bit for bit. A file under
+    another key is left for the pass it belongs to until this pass writes its own; `finish` deletes
+    the file once the pass it holds is complete. Passes shorter than `every_s` never write.
+    """
+
+    def __init__(
+        self,
+        directory: Path | None,
+        key: Callable[[], str],
+        outputs: Tensor,
+        *,
+        every_s: float | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        self.path = None if directory is None else Path(directory) / PASS_FILE
+        self._key_function = key
+        self._key: str | None = None
+        self.outputs = outputs
+        self.every_s = SAVE_PASS_EVERY_S if every_s is None else every_s
+        self._clock = clock
+        self._last_save = clock()
+        self._holds_file = False  # the file is this pass's (read back or written by it)
+
+    def key(self) -> str:
+        if self._key is None:  # computed at most once, and only when a file is read or written
+            self._key = self._key_function()
+        return self._key
+
+    def resume(self) -> int:
+        """How many batches an earlier run of this pass finished (their outputs copied in)."""
+        if self.path is None or not self.path.is_file():
+            return 0
+        saved = torch.load(self.path, map_location="cpu", weights_only=True)
+        if saved.get("format") != PASS_FORMAT or saved.get("key") != self.key():
+            return 0
+        if tuple(saved["outputs"].shape) != tuple(self.outputs.shape):
+            return 0
+        self.outputs.copy_(saved["outputs"])
+        self._holds_file = True
+        done = int(saved["batches_done"])
+        log.info("prediction pass resumed after %d batches saved in %s", done, self.path)
+        return done
+
+    def batch_done(self, done: int) -> None:
+        """`done` batches are finished: write them if `every_s` passed since the last write."""
+        now = self._clock()
+        if self.path is None or now - self._last_save < self.every_s:
+            return
+        state = {"format": PASS_FORMAT, "key": self.key(), "batches_done": done, "outputs": self.outputs.cpu()}
+        atomic_torch_save(state, self.path)
+        self._holds_file = True
+        self._last_save = now
+
+    def finish(self) -> None:
+        """The pass is complete: its file, if it has one, is no longer needed."""
+        if self.path is not None and self._holds_file:
+            self.path.unlink(missing_ok=True)
 
 
 class ResumableTrainer:
@@ -230,6 +325,19 @@ class ResumableTrainer:
         for path in self.checkpoint_dir.glob(f"{BEST_WEIGHTS_PREFIX}*.pt"):
             if path.name != self.best_weights_file:
                 path.unlink(missing_ok=True)
+
+    # --- long prediction passes
+    def _saved_pass(self, outputs: Tensor, identity: Callable[[], PassIdentity]) -> SavedPass:
+        """A SavedPass in the checkpoint directory (none without one) for `outputs` of the current
+        weights on what `identity()` names (rows, batches); the device and bf16 setting join the
+        key, since they change the arithmetic. `identity` is called only if the key is needed."""
+        assert self.model is not None
+        model = self.model
+
+        def key() -> str:
+            return pass_key(model, self.device.type, f"bf16={self.config.bf16_autocast}", *identity())
+
+        return SavedPass(self.checkpoint_dir, key, outputs)
 
     # --- shared
     def state_dict(self) -> dict[str, Any]:

@@ -28,17 +28,19 @@ def logged_batches(
     *,
     every_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    start: int = 0,
 ) -> Iterator[Batch]:
-    """Yield `batches` in order; every `every_s` seconds (default `EVERY_S`) into the pass, log
+    """Yield `batches` in order from index `start` (the ones before were done by an earlier run
+    of the pass); every `every_s` seconds (default `EVERY_S`) into the pass, log
     `label: k/n batches` with the elapsed time and a linear estimate of what is left."""
     interval = EVERY_S if every_s is None else every_s
     total = len(batches)
-    start = last = clock()
-    for done, batch in enumerate(batches, start=1):
-        yield batch
+    began = last = clock()
+    for done in range(start + 1, total + 1):
+        yield batches[done - 1]
         current = clock()
         if current - last >= interval and done < total:
             last = current
-            elapsed = current - start
-            left = elapsed / done * (total - done)
+            elapsed = current - began
+            left = elapsed / (done - start) * (total - done)
             log.info("%s: %d/%d batches, %.0f s elapsed, about %.0f s left", label, done, total, elapsed, left)

@@ -248,11 +248,16 @@ class NPTTrainer(ResumableTrainer):
             batches = self.eval_batches(table)
         self.model.eval()
         width = self.attributes[-1].one_hot_width
-        result = torch.empty((table.n_rows, width), device=self.device)
-        for rows in logged_batches(batches, "npt evaluation pass", log):
+        result = torch.zeros((table.n_rows, width), device=self.device)
+        # The pass's inputs: the table's visible entries and mask bits (in its fingerprint), the batches.
+        saved = self._saved_pass(result, lambda: ("npt evaluation pass", table.fingerprint(), batches))
+        start = saved.resume()
+        for done, rows in enumerate(logged_batches(batches, "npt evaluation pass", log, start=start), start + 1):
             with bf16_autocast(self.device, self.config.bf16_autocast):
                 outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows])
             result[rows] = outputs[-1].float()
+            saved.batch_done(done)
+        saved.finish()
         return result
 
     def split_loss(self, outputs: Tensor, role: int, table: NPTTable | None = None) -> float | None:

@@ -1,0 +1,165 @@
+"""Long prediction passes that survive a kill (tabrepro.nn.checkpoint.SavedPass): a job stopped
+in the middle of NPT's evaluation pass or BiSHop's prediction pass goes on after the batches it
+had saved, and ends with the outputs of an uninterrupted run, bit for bit."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from tabrepro.bishop import BiSHopTrainer
+from tabrepro.bishop.model import BiSHopNetwork
+from tabrepro.nn import checkpoint
+from tabrepro.nn.checkpoint import PASS_FILE, SavedPass
+from tabrepro.nn.progress import logged_batches
+from tabrepro.npt import NPTConfig, NPTTrainer
+from tabrepro.npt.model import NPTNetwork
+from test_bishop import split, tiny, toy_data
+from test_npt import TINY, make_table
+
+torch.set_num_threads(1)
+
+
+class Killed(Exception):
+    """Stands in for a job killed in the middle of a pass."""
+
+
+@pytest.fixture
+def save_every_batch(monkeypatch):
+    monkeypatch.setattr(checkpoint, "SAVE_PASS_EVERY_S", 0.0)
+
+
+def count_eval_batches(monkeypatch, network: type, method: str, kill_after: int | None = None) -> list[int]:
+    """Count the network's forward calls in eval mode (prediction batches); raise Killed on call
+    `kill_after + 1`. Returns the one-element counter."""
+    calls = [0]
+    original = getattr(network, method)
+
+    def counted(self, *args, **kwargs):
+        if not self.training:
+            if kill_after is not None and calls[0] == kill_after:
+                raise Killed
+            calls[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(network, method, counted)
+    return calls
+
+
+# Two steps, one validation pass at the end over ceil(90 / 16) = 6 batches.
+NPT_CONFIG = NPTConfig(**{**TINY, "eval_every_epochs": 50}, max_steps=2, batch_size=16)
+
+
+def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_path, monkeypatch, save_every_batch):
+    table = make_table(90)
+    reference = NPTTrainer(table.attributes, NPT_CONFIG)
+    expected = reference.fit(table)
+    n_batches = len(reference.eval_batches(table))
+    assert n_batches == 6
+
+    with monkeypatch.context() as patch:
+        count_eval_batches(patch, NPTNetwork, "forward_codes", kill_after=4)
+        with pytest.raises(Killed):
+            NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path).fit(table)
+    saved = torch.load(tmp_path / PASS_FILE, weights_only=True)
+    assert saved["batches_done"] == 4
+
+    calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
+    resumed = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
+    result = resumed.fit(table)  # no state file (no periodic checkpoints): both steps rerun
+    assert calls[0] == n_batches - 4  # the pass went on after the saved batches
+    assert result.best_val_loss == expected.best_val_loss and result.test_loss == expected.test_loss
+    assert torch.equal(resumed.target_outputs(), reference.target_outputs())
+    assert not (tmp_path / PASS_FILE).exists()  # removed once the pass was complete
+
+
+def test_a_saved_pass_of_other_weights_or_rows_is_not_used(tmp_path, monkeypatch, save_every_batch):
+    table, other_rows = make_table(90), make_table(90, seed=1)
+    trainer = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
+    trainer.fit(table)
+    n_batches = len(trainer.eval_batches(table))
+    clean = NPTTrainer(table.attributes, NPT_CONFIG)  # the same model, nothing saved
+    clean.model = trainer.model
+
+    def killed_pass(rows) -> None:
+        with monkeypatch.context() as patch:
+            count_eval_batches(patch, NPTNetwork, "forward_codes", kill_after=3)
+            with pytest.raises(Killed):
+                trainer.target_outputs(rows)
+        assert torch.load(tmp_path / PASS_FILE, weights_only=True)["batches_done"] == 3
+
+    killed_pass(other_rows)
+    with monkeypatch.context() as patch:
+        calls = count_eval_batches(patch, NPTNetwork, "forward_codes")
+        assert torch.equal(trainer.target_outputs(table), clean.target_outputs(table))  # other rows
+    assert calls[0] == 2 * n_batches  # in full (and the clean pass)
+    assert not (tmp_path / PASS_FILE).exists()
+
+    killed_pass(other_rows)
+    with torch.no_grad():
+        next(trainer.model.parameters()).add_(0.01)  # other weights
+    calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
+    assert torch.equal(trainer.target_outputs(other_rows), clean.target_outputs(other_rows))
+    assert calls[0] == 2 * n_batches
+    assert not (tmp_path / PASS_FILE).exists()
+
+
+def test_bishop_killed_in_its_prediction_pass_resumes_after_the_saved_batches(tmp_path, monkeypatch, save_every_batch):
+    data = toy_data(120)
+    train, val, test = split(data, 60, 20)
+    config = tiny(max_epochs=2, eval_batch_size=8)
+    trainer = BiSHopTrainer(config, "classification", cardinalities=(3,), n_numerical=3, n_classes=2)
+    trainer.checkpoint_dir = tmp_path
+    trainer.fit(train, val)
+    expected = trainer.outputs(test)  # 40 rows: 5 batches
+
+    with monkeypatch.context() as patch:
+        count_eval_batches(patch, BiSHopNetwork, "forward", kill_after=3)
+        with pytest.raises(Killed):
+            trainer.outputs(test)
+    assert torch.load(tmp_path / PASS_FILE, weights_only=True)["batches_done"] == 3
+    calls = count_eval_batches(monkeypatch, BiSHopNetwork, "forward")
+    assert torch.equal(trainer.outputs(test), expected)
+    assert calls[0] == 2
+    assert not (tmp_path / PASS_FILE).exists()
+
+
+def test_a_pass_shorter_than_the_save_interval_writes_nothing(tmp_path):
+    table = make_table(90)
+    trainer = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
+    trainer.fit(table)
+    trainer.target_outputs(make_table(90, seed=1))
+    assert not (tmp_path / PASS_FILE).exists()
+
+
+def test_saved_pass_writes_at_most_once_per_interval_and_computes_its_key_once(tmp_path):
+    ticks = iter([0.0, 100.0, 310.0, 400.0, 620.0])  # construction, then after batches 1-4
+    keys = []
+    outputs = torch.zeros(4)
+    saved = SavedPass(tmp_path, lambda: keys.append(1) or "key", outputs, every_s=300.0, clock=lambda: next(ticks))
+    assert saved.resume() == 0 and not keys  # no file: no key needed
+    writes = []
+    for done in range(1, 5):
+        outputs[done - 1] = done
+        saved.batch_done(done)
+        if (tmp_path / PASS_FILE).exists():
+            writes.append(torch.load(tmp_path / PASS_FILE, weights_only=True)["batches_done"])
+    assert sorted(set(writes)) == [2, 4] and len(keys) == 1
+    again = SavedPass(tmp_path, lambda: "key", torch.zeros(4))
+    assert again.resume() == 4 and torch.equal(again.outputs, torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert SavedPass(tmp_path, lambda: "other", torch.zeros(4)).resume() == 0
+    assert SavedPass(tmp_path, lambda: "key", torch.zeros(5)).resume() == 0  # other shape
+    again.finish()
+    assert not (tmp_path / PASS_FILE).exists()
+
+
+def test_a_resumed_pass_logs_its_progress_from_where_it_went_on(caplog):
+    ticks = iter([0.0, 70.0, 80.0, 150.0])
+    log = logging.getLogger("test.progress")
+    with caplog.at_level(logging.INFO, logger="test.progress"):
+        seen = list(logged_batches(list("abcdef"), "pass", log, every_s=60.0, clock=lambda: next(ticks), start=3))
+    assert seen == list("def")
+    # 70 s for batch 4 (the first of this run), so about 140 s for the two left
+    assert [r.getMessage() for r in caplog.records] == ["pass: 4/6 batches, 70 s elapsed, about 140 s left"]
