@@ -665,3 +665,26 @@ def test_estimator_fit_predict():
     with pytest.raises(AttributeError):
         reg.predict_proba(X[55:])
     assert math.isfinite(reg.fit_result_.best_val_loss)
+
+
+def test_estimator_predicts_the_fit_rows_from_the_fit_time_pass(monkeypatch):
+    """X_val and X_test given to fit are recognised (their codes kept in float32, the table's
+    precision) and predicted from the training table's last pass, not from a new table."""
+    layout = FeatureLayout.from_groups([("continuous", 1), ("categorical", 3), ("continuous", 1)])
+    X, y, _ = encoded_data(70, 0)
+    clf = NPTEstimator("classification", NPTConfig(**TINY, max_steps=4)).fit(
+        X[:40], y[:40], X[40:55], y[40:55], layout=layout, X_test=X[55:]
+    )
+    tables = []
+    original = clf.trainer_.target_outputs
+
+    def recorded(table=None, **kw):
+        tables.append(table)
+        return original(table, **kw)
+
+    monkeypatch.setattr(clf.trainer_, "target_outputs", recorded)
+    clf.predict_proba(X[40:55])
+    clf.predict_proba(X[55:])
+    assert tables == [None, None]
+    clf.predict_proba(X[:10])  # other rows: a table of their own
+    assert tables[-1] is not None and tables[-1].n_rows == 40 + 15 + 10

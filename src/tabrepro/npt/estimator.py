@@ -38,6 +38,13 @@ def feature_attributes(layout: FeatureLayout) -> list[Feature]:
     return [Feature(f.kind, f.n_categories) for f in layout.features]
 
 
+def _codes(layout: FeatureLayout, X: np.ndarray) -> np.ndarray:
+    """The layout's codes of X in float32, the precision of NPT's table: the estimator keeps every
+    row's codes as context, and float64 ones were 120 MiB more under each training step on Forest
+    Cover's 581,012 rows, for the same table."""
+    return layout.decode(X).astype(np.float32)
+
+
 def _same_codes(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.size > 0 and bool(np.array_equal(a, b, equal_nan=True))
 
@@ -76,9 +83,9 @@ class NPTEstimator(TaskEstimator):
         hidden) when the config is semi-supervised. `progress(step, losses)` runs after each step."""
         layout = self._layout
         assert layout is not None
-        train_codes, y_train = layout.decode(train[0]), train[1]
-        val_codes, y_val = (layout.decode(val[0]), val[1]) if val is not None else (train_codes[:0], y_train[:0])
-        test_codes = layout.decode(X_test) if X_test is not None else train_codes[:0]
+        train_codes, y_train = _codes(layout, train[0]), train[1]
+        val_codes, y_val = (_codes(layout, val[0]), val[1]) if val is not None else (train_codes[:0], y_train[:0])
+        test_codes = _codes(layout, X_test) if X_test is not None else train_codes[:0]
         target = categorical(self.n_classes, "target") if self.is_classifier else continuous("target")
         self._attributes = (*feature_attributes(layout), target)
         self._context = (train_codes, y_train, val_codes, y_val)
@@ -108,7 +115,7 @@ class NPTEstimator(TaskEstimator):
         if self.trainer_ is None or self._layout is None:
             raise RuntimeError("NPTEstimator is not fitted; call fit() first")
         assert self._context is not None and self._test_codes is not None
-        codes = self._layout.decode(X)
+        codes = _codes(self._layout, X)
         if _same_codes(codes, self._context[2]):  # the validation rows: the fit-time table
             table, role, outputs = self._table(self._test_codes), VAL, self.trainer_.target_outputs()
         elif _same_codes(codes, self._test_codes):
