@@ -142,6 +142,33 @@ def test_npt_killed_and_resumed_on_the_gpu_ends_with_the_uninterrupted_weights(t
     assert_close(reference.target_outputs(table), on_the_cpu.target_outputs(table))
 
 
+def test_npt_pass_killed_on_the_gpu_goes_on_after_its_saved_batches(tmp_path: Path, monkeypatch):
+    from tabrepro.nn import checkpoint
+    from tabrepro.npt.model import NPTNetwork
+
+    monkeypatch.setattr(checkpoint, "SAVE_PASS_EVERY_S", 0.0)
+    table, rows = make_table(60), make_table(90, seed=1)
+    trainer = NPTTrainer(table.attributes, npt_config("cuda", max_steps=3, batch_size=16), checkpoint_dir=tmp_path)
+    trainer.fit(table)
+    expected = trainer.target_outputs(rows)
+    original, calls = NPTNetwork.forward_codes, [0]
+
+    def killed_after_three(self, *args):
+        if not self.training:
+            calls[0] += 1
+            if calls[0] == 4:
+                raise Interrupt
+        return original(self, *args)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(NPTNetwork, "forward_codes", killed_after_three)
+        with pytest.raises(Interrupt):
+            trainer.target_outputs(rows)
+    assert torch.load(tmp_path / checkpoint.PASS_FILE, weights_only=True)["batches_done"] == 3
+    assert torch.equal(trainer.target_outputs(rows), expected)
+    assert not (tmp_path / checkpoint.PASS_FILE).exists()
+
+
 def test_npt_bf16_autocast_trains_on_the_gpu():
     table = make_table(60)
     trainer = NPTTrainer(table.attributes, npt_config("cuda", max_steps=6, bf16_autocast=True))
