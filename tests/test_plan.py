@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from tabrepro.costmodel import (
     memory_terms,
 )
 from tabrepro.models.registry import get_model_class
-from tabrepro.plan import Planner, compare, within
+from tabrepro.plan import Planner, compare, format_plan, memory_over_cap, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
 from tabrepro.resources import policy
 from tabrepro.splits import make_split
@@ -377,3 +378,16 @@ def test_every_registered_model_has_a_cost_family():
 
     assert {family_of(name) for name in MODEL_NAMES} <= set(RUNTIME_PRIORS)
     assert family_of("npt_isab") == "npt" and family_of("bishop_attention") == "bishop"
+
+
+def test_estimates_above_the_largest_memory_request_are_named(quick_planner):
+    params = quick_planner.params
+    cap = policy(params)["training"]["max_mem_mb"]
+    rows = quick_planner.rows()[:2]
+    assert memory_over_cap(rows, params) == ""
+    too_big = dataclasses.replace(rows[0], peak_mb=2.0 * cap)
+    line = memory_over_cap([too_big, rows[1]], params)
+    assert f"{too_big.model} on {too_big.dataset} ({too_big.paper}), {2 * cap / 1024:,.1f} GiB" in line
+    assert f"{rows[1].model} on {rows[1].dataset}" not in line
+    assert line in format_plan([too_big, rows[1]], params, _prior_model())
+    assert "largest memory request" not in format_plan(rows, params, _prior_model())

@@ -221,7 +221,25 @@ def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
             f"{_hours(r.cpu_hours)} | {_hours(r.gpu_hours)} | {r.peak_mb / 1024:.1f} | "
             f"{s.n_train:,}/{s.n_val:,}/{s.n_test:,} | {s.source.split(' (')[0]} |"
         )
-    return "\n".join([*lines, "", format_totals(rows)])
+    over = memory_over_cap(rows, params)
+    return "\n".join([*lines, "", format_totals(rows), *(["", over] if over else [])])
+
+
+def memory_over_cap(rows: list[PlanRow], params: Params) -> str:
+    """A line naming the rows whose estimated peak exceeds the most memory a job may ask for
+    (`resources.training.max_mem_mb`): the workflow asks for the cap, so their largest
+    configurations would not fit the node; empty when there are none."""
+    from tabrepro.resources import policy
+
+    cap = policy(params)["training"]["max_mem_mb"]
+    over = [r for r in rows if r.peak_mb > cap]
+    if not over:
+        return ""
+    named = "; ".join(f"{r.model} on {r.dataset} ({r.paper}), {r.peak_mb / 1024:,.1f} GiB" for r in over)
+    return (
+        f"Estimated above the largest memory request (`resources.training.max_mem_mb`, {cap / 1024:,.0f} GiB), "
+        f"so their largest configurations would not fit the node a job asks for: {named}."
+    )
 
 
 def format_totals(rows: list[PlanRow]) -> str:
@@ -427,6 +445,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
             f"({largest.paper}).",
             "",
             format_totals(rows),
+            *([""] + [memory_over_cap(rows, params)] if memory_over_cap(rows, params) else []),
             "",
             "Predicted against measured (`tabrepro plan --compare` lists every job):",
             "",
