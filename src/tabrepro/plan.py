@@ -435,6 +435,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
     model = CostModel(calibrate(measured), DEFAULT_GPU)
     rows = Planner(params, model, facts).rows()
     largest = max(rows, key=lambda r: r.peak_mb)
+    over = memory_over_cap(rows, params)
     families = ", ".join(sorted({j.family for j in measured}))
     return "\n".join(
         [
@@ -445,7 +446,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
             f"({largest.paper}).",
             "",
             format_totals(rows),
-            *([""] + [memory_over_cap(rows, params)] if memory_over_cap(rows, params) else []),
+            *(["", over] if over else []),
             "",
             "Predicted against measured (`tabrepro plan --compare` lists every job):",
             "",

@@ -25,7 +25,8 @@ from tabrepro.io import atomic_open
 BEST_WEIGHTS_PREFIX = "best-weights-at-"  # + the training position + ".pt", with best_weights_on_disk
 PASS_FILE = "pass-in-progress.pt"  # a long prediction pass's outputs so far (SavedPass)
 PASS_FORMAT = 1
-PassIdentity = Sequence[str | Tensor | Sequence[Tensor]]  # what a pass's outputs depend on besides weights
+PassPart = str | Tensor | Sequence[Tensor]  # one thing a pass's outputs depend on besides the weights
+PassIdentity = Sequence[PassPart]
 SAVE_PASS_EVERY_S = 300.0  # how often a long pass writes its outputs so far
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ def read_checkpoint(
     return state
 
 
-def pass_key(model: torch.nn.Module, *identity: str | Tensor | Sequence[Tensor]) -> str:
+def pass_key(model: torch.nn.Module, *identity: PassPart) -> str:
     """What a prediction pass's outputs depend on, as one digest: the model's weights and the
     caller's `identity` (data fingerprint, batches, settings that change the arithmetic)."""
     digest = hashlib.sha256(tensor_digest(*model.state_dict().values()).encode())
