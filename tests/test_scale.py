@@ -264,6 +264,20 @@ def test_a_stage_reports_its_own_peak_memory_and_a_timeout(tmp_path):
     assert failed.status == "failed" and failed.returncode == 3
 
 
+def test_a_running_stage_reports_its_progress(tmp_path):
+    heard: list[tuple[float, float]] = []
+    run_measured(
+        [sys.executable, "-c", "import time; time.sleep(1.5)"],
+        log_path=tmp_path / "p.log",
+        sample_interval_s=0.05,
+        on_progress=lambda wall, peak: heard.append((wall, peak)),
+        progress_interval_s=0.3,
+    )
+    assert len(heard) >= 2
+    assert all(b[0] > a[0] and b[1] >= a[1] for a, b in zip(heard, heard[1:], strict=False))
+    assert 0 < heard[-1][0] < 1.6 and heard[-1][1] > 0
+
+
 def test_bench_params_are_a_valid_profile_with_tiny_budgets():
     base = yaml.safe_load((REPO / "params.yaml").read_text())
     raw = bench_params(base, ["higgs", "income"], ["xgboost", "npt", "bishop"])
@@ -429,14 +443,14 @@ def test_every_train_stage_starts_a_fresh_job(tmp_path, model):
     from tabrepro.config import Job
     from tabrepro.scale.bench import PAPER, Bench
 
-    bench = Bench(argparse.Namespace(work=str(tmp_path / "work"), threads=1))
+    bench = Bench(argparse.Namespace(work=str(tmp_path / "work"), threads=1, json=None))
     job_dir = bench.layout.job_dir.path(Job(PAPER, "poker_hand", model, 0))
     stale = job_dir / "config0" / "state" / "0123" / "state.pt"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"from a stopped run")
     seen = []
 
-    def run(name, command, model=None):
+    def run(name, command, model=None, on_progress=None):
         seen.append(any(job_dir.rglob("*")))
         raise KeyboardInterrupt  # enough: the stage would start here
 
@@ -444,6 +458,85 @@ def test_every_train_stage_starts_a_fresh_job(tmp_path, model):
     with pytest.raises(KeyboardInterrupt):
         bench.train_stages("poker_hand", 1000, model)
     assert seen == [False]
+
+
+def _bench_args(tmp_path: Path, resume: bool = False, threads: int = 1) -> list[str]:
+    return [
+        "--datasets", "poker_hand", "--models", "xgboost,npt", "--threads", str(threads),
+        "--work", str(tmp_path / "work"), "--json", str(tmp_path / "run.json"),
+    ] + (["--resume"] if resume else [])  # fmt: skip
+
+
+def _scripted_bench(tmp_path: Path, argv: list[str], outcomes: dict[str, str], calls: list[str]):
+    """A Bench whose stages do not run: each returns the status `outcomes` gives its name, after
+    a progress report; a stopped NPT job leaves a checkpoint, as the real one does."""
+    from tabrepro.config import Job
+    from tabrepro.scale import bench as bench_module
+    from tabrepro.scale.measure import StageResult
+
+    bench = bench_module.Bench(bench_module.build_parser().parse_args(argv))
+    bench.setup()
+    state = bench.layout.job_dir.path(Job(bench_module.PAPER, "poker_hand", "npt", 0)) / "state.pt"
+
+    def run(name, command, model=None, on_progress=None):
+        calls.append(f"{name} (checkpoint there)" if name.endswith("npt.train-config") and state.is_file() else name)
+        status = outcomes.get(name, "ok")
+        if on_progress is not None:
+            on_progress(3.0, 512.0)
+            running = json.loads((tmp_path / "run.json").read_text())["records"][-1]
+            assert running["status"] == "running" and running["tree_peak_rss_mb"] >= 512.0
+        if name.endswith("npt.train-config") and status != "ok":
+            state.parent.mkdir(parents=True, exist_ok=True)
+            state.write_bytes(b"a checkpoint")
+        return StageResult(tuple(command), status, 0 if status == "ok" else None, 100.0, 2048.0, 1024.0, "")
+
+    bench._run = run
+    return bench, state
+
+
+def test_a_stopped_stage_goes_on_from_its_checkpoint_and_sums_its_parts(tmp_path):
+    calls: list[str] = []
+    first, state = _scripted_bench(tmp_path, _bench_args(tmp_path), {"poker_hand.npt.train-config": "timeout"}, calls)
+    for model in ("xgboost", "npt"):
+        first.train_stages("poker_hand", 1000, model)
+    first.save()
+    assert calls == ["poker_hand.xgboost.train", "poker_hand.npt.train-config"] and state.is_file()
+
+    calls.clear()
+    second, _ = _scripted_bench(tmp_path, _bench_args(tmp_path, resume=True), {}, calls)
+    second.train_stages("poker_hand", 1000, "xgboost")  # finished: kept, not rerun
+    assert calls == [] and state.is_file()  # the stopped job's checkpoint is still there
+    second.train_stages("poker_hand", 1000, "npt")
+    assert calls == ["poker_hand.npt.train-config (checkpoint there)", "poker_hand.npt.select"]
+    saved = json.loads((tmp_path / "run.json").read_text())
+    records = {(r["stage"], r["model"]): r for r in saved["records"]}
+    training = records[("train-config", "npt")]
+    assert training["status"] == "ok" and training["wall_s"] == 200.0 and training["peak_rss_mb"] == 2048.0
+    assert [p["status"] for p in training["parts"]] == ["timeout", "ok"]
+    assert records[("train", "xgboost")]["parts"] == [] and records[("select", "npt")]["status"] == "ok"
+    assert saved["resumed"] == [second.machine] and saved["machine"] == first.machine
+
+    calls.clear()  # without --resume, the same work directory starts every job afresh
+    fresh, _ = _scripted_bench(tmp_path, _bench_args(tmp_path), {"poker_hand.npt.train-config": "timeout"}, calls)
+    state.write_bytes(b"a checkpoint of the run before")
+    fresh.train_stages("poker_hand", 1000, "npt")
+    assert calls == ["poker_hand.npt.train-config"]
+    assert json.loads((tmp_path / "run.json").read_text())["records"][0]["parts"] == []
+
+
+def test_resume_refuses_a_run_of_other_settings_in_one_line(tmp_path, capsys):
+    from tabrepro.scale import bench
+
+    assert bench.main(_bench_args(tmp_path, resume=True)) == 2
+    assert "no such file" in capsys.readouterr().err and not (tmp_path / "work").exists()
+    calls: list[str] = []
+    first, _ = _scripted_bench(tmp_path, _bench_args(tmp_path), {}, calls)
+    first.train_stages("poker_hand", 1000, "xgboost")
+    before = (tmp_path / "run.json").read_bytes()
+    assert bench.main(_bench_args(tmp_path, resume=True, threads=2)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "threads 1, not 2" in err
+    assert (tmp_path / "run.json").read_bytes() == before
 
 
 def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):

@@ -83,3 +83,18 @@ def test_a_reduced_run_is_refused_and_a_readme_without_markers_named(tmp_path, c
     readme.write_text("no markers\n")
     assert record.main([str(full), "--readme", str(readme)]) == 2
     assert "needs exactly one" in capsys.readouterr().err
+
+
+def test_a_stage_measured_in_parts_says_so_and_names_each_later_part(tmp_path):
+    parts = [
+        {"status": "running", "wall_s": 9000.0, "peak_rss_mb": 0.0, "tree_peak_rss_mb": 6000.0, "commit": "b" * 40},
+        {"status": "ok", "wall_s": 3000.0, "peak_rss_mb": 7000.0, "tree_peak_rss_mb": 6500.0, "commit": "c" * 40},
+    ]
+    stage = {**_stage("higgs", "train-config", "npt", wall=12000.0, peak_mb=7000.0), "parts": parts}
+    path = _run(tmp_path, "parts.json", [stage])
+    payload = json.loads(path.read_text())
+    later = {"cpu": "Other CPU", "isa": "AVX-512", "cores": 2, "memory_mb": 24576, "commit": "c" * 40}
+    path.write_text(json.dumps({**payload, "resumed": [later]}))
+    block = record.render_block([path], tmp_path)
+    assert "| npt train-config | 12,000 s, 6.8 GiB, in 2 parts |" in block
+    assert "; resumed with tabrepro cccccccccccc on Other CPU (AVX-512)" in block

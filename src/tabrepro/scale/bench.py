@@ -17,8 +17,16 @@ The benchmark writes its own params file (WORK/params.yaml: the repository's par
 profile `scale_bench` holding the tiny budgets, and BiSHop added to the NPT paper's models so it
 runs on these datasets) and keeps all data and results under WORK, never in the project's data/
 or results/. A stage past --stage-timeout is stopped and reported as a timeout with the memory
-it had reached. With --json, results are rewritten after every stage, so a long background run
-leaves what it has measured so far.
+it had reached. With --json, results are rewritten after every stage and once a minute while a
+stage runs, so a long background run leaves what it has measured so far.
+
+A stage longer than one sitting (NPT or BiSHop scoring HIGGS on a CPU: the better part of a day)
+is measured in parts: `--resume` goes on with the run its --json file records. Finished stages
+are kept, not rerun; a train stage that was stopped (its time limit, or the benchmark killed with
+it) goes on from the job's own checkpoints (a training state, a prediction pass's saved batches)
+instead of starting afresh, and its record sums the parts' wall times, keeps their largest peak
+and lists each part's commit and CPU. The sum slightly overstates one uninterrupted run: each part
+starts a process and reloads the table, and work done after the job's last save is redone.
 """
 
 from __future__ import annotations
@@ -42,9 +50,10 @@ import yaml
 from tabrepro.config import REPO_ROOT, Job, Params
 from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, read_marker
+from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import RunLayout
-from tabrepro.scale.measure import StageResult, run_measured
+from tabrepro.scale.measure import Progress, StageResult, run_measured
 from tabrepro.scale.standins import MIN_ROWS, STANDIN_DATASETS
 
 __all__ = ["BENCH_PROFILE", "DATASETS", "TINY_BUDGETS", "bench_params", "main"]
@@ -60,6 +69,10 @@ DATASETS: dict[str, str] = {
 }
 DEFAULT_MODELS = ("xgboost", "lightgbm", "catboost", "random_forest", "knn", "mlp", "tabnet", "npt", "bishop")
 PER_CONFIG_MODELS = ("npt", "bishop")
+# A stage in these states was stopped before its end; --resume lets its job go on from its checkpoints.
+STOPPED = ("running", "timeout")
+# What a resumed run must share with the run it goes on with (the JSON header's keys).
+RUN_SETTINGS = ("rows_scale", "threads", "seed", "settings")
 # One configuration each, forced small: enough to load, encode, fit briefly and score every
 # validation and test row. The architecture of the dataset's search space is otherwise kept.
 TINY_BUDGETS: dict[str, dict[str, Any]] = {
@@ -131,6 +144,7 @@ class Record:
     job: dict[str, Any] = field(default_factory=dict)  # from metrics.json / result.json
     error: str = ""
     table: dict[str, Any] = field(default_factory=dict)  # the prepared table's shape (see table_facts)
+    parts: list[dict[str, Any]] = field(default_factory=list)  # a resumed stage's parts (see _merged)
 
 
 def _own_package_first(pythonpath: str | None) -> str:
@@ -157,7 +171,10 @@ class Bench:
         self.layout = RunLayout(self.data_dir, self.results_dir, self.work / "logs")
         self.params_path = self.work / "params.yaml"
         self.records: list[Record] = []
-        self.params: Params | None = None  # the benchmark's parameters, once run() validated them
+        self.params: Params | None = None  # the benchmark's parameters, once setup() validated them
+        self.resuming: bool = getattr(args, "resume", False)
+        self.first_machine: dict[str, Any] = self.machine  # where the run began (the resumed file's)
+        self.resumed: list[dict[str, Any]] = []  # the machine of each later part of the run
         self.env = {
             **os.environ,
             "PYTHONPATH": _own_package_first(os.environ.get("PYTHONPATH")),
@@ -180,11 +197,38 @@ class Bench:
             *arguments,
         ]
 
-    def _run(self, name: str, command: list[str], model: str | None = None) -> StageResult:
+    def _run(
+        self, name: str, command: list[str], model: str | None = None, on_progress: Progress | None = None
+    ) -> StageResult:
         log = self.work / "logs" / f"{name}.log"
         timeout = dict(self.args.model_timeout).get(model or "", self.args.stage_timeout)
         print(f"[{time.strftime('%H:%M:%S')}] {name}: {' '.join(command[1:])}", flush=True)
-        return run_measured(command, env=self.env, cwd=self.work, timeout_s=timeout, log_path=log)
+        if self.resuming and log.is_file():  # the log of the stopped part stays beside this part's
+            log.rename(log.with_name(f"{name}.part-{time.strftime('%Y%m%d-%H%M%S')}.log"))
+        return run_measured(
+            command, env=self.env, cwd=self.work, timeout_s=timeout, log_path=log, on_progress=on_progress
+        )
+
+    def _stage(
+        self,
+        dataset: str,
+        rows: int,
+        stage: str,
+        model: str | None,
+        command: list[str],
+        job_file: Path | None = None,
+        going_on: Record | None = None,
+    ) -> Record:
+        """Run and record one stage; `going_on` is the stopped part of it this run continues."""
+        name = ".".join(part for part in (dataset, model, stage) if part)
+
+        def progress(wall_s: float, tree_peak_mb: float) -> None:  # from the sampler, while we wait
+            running = Record(dataset, DATASETS[dataset], rows, stage, model, "running", wall_s, 0.0, tree_peak_mb)
+            self._put(self._merged(running, going_on))
+            self.save()
+
+        result = self._run(name, command, model, progress if self.args.json else None)
+        return self._record(dataset, rows, stage, model, result, _job_summary(job_file) if job_file else None, going_on)
 
     def _record(
         self,
@@ -194,6 +238,7 @@ class Bench:
         model: str | None,
         result: StageResult,
         job: dict[str, Any] | None = None,
+        going_on: Record | None = None,
     ) -> Record:
         error = "" if result.status == "ok" else result.output_tail[-1500:]
         record = Record(
@@ -220,17 +265,73 @@ class Bench:
                     **{k: record.table[k] for k in ("n_train", "n_val", "n_test") if k in record.table},
                 }
             )
-        self.records.append(record)
+        record = self._merged(record, going_on)
+        self._put(record)
         print(
             f"    -> {record.status}, {record.wall_s:.1f} s, peak RSS {record.peak_rss_mb / 1024:.2f} GiB "
-            f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)",
+            f"(tree {record.tree_peak_rss_mb / 1024:.2f} GiB)"
+            + (f", {len(record.parts)} parts" if record.parts else ""),
             flush=True,
         )
         self.save()
         return record
 
     def _reused(self, dataset: str, rows: int, stage: str) -> None:
-        self.records.append(Record(dataset, DATASETS[dataset], rows, stage, None, "reused", 0.0, 0.0, 0.0))
+        if not self._finished(dataset, stage, None):  # a resumed run keeps the measured record
+            self._put(Record(dataset, DATASETS[dataset], rows, stage, None, "reused", 0.0, 0.0, 0.0))
+
+    # ----------------------------------------------------------------- records of a run in parts
+    def _index(self, dataset: str, stage: str, model: str | None) -> int | None:
+        for index, record in enumerate(self.records):
+            if (record.dataset, record.stage, record.model) == (dataset, stage, model):
+                return index
+        return None
+
+    def _put(self, record: Record) -> None:
+        """Add a stage's record in place of the one it supersedes (its provisional record while it
+        ran, or the record of a part measured earlier)."""
+        index = self._index(record.dataset, record.stage, record.model)
+        if index is None:
+            self.records.append(record)
+        else:
+            self.records[index] = record
+
+    def _earlier(self, dataset: str, stage: str, model: str | None) -> Record | None:
+        """The stage's record from the run being resumed (never without --resume)."""
+        index = self._index(dataset, stage, model) if self.resuming else None
+        return None if index is None else self.records[index]
+
+    def _finished(self, dataset: str, stage: str, model: str | None) -> bool:
+        earlier = self._earlier(dataset, stage, model)
+        return earlier is not None and earlier.status in ("ok", "reused")
+
+    def _part(self, record: Record, machine: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "status": record.status,
+            "wall_s": record.wall_s,
+            "peak_rss_mb": record.peak_rss_mb,
+            "tree_peak_rss_mb": record.tree_peak_rss_mb,
+            "commit": machine.get("commit"),
+            "cpu": machine.get("cpu"),
+            "isa": machine.get("isa"),
+        }
+
+    def _merged(self, record: Record, going_on: Record | None) -> Record:
+        """`record` (this part) as the whole stage: the parts' wall times summed, their largest
+        peaks, and the parts listed; unchanged when nothing is being continued."""
+        if going_on is None:
+            return record
+        parts = going_on.parts or [self._part(going_on, self.first_machine)]
+        parts = [*parts, self._part(record, self.machine)]
+        return Record(
+            **{
+                **asdict(record),
+                "wall_s": round(sum(p["wall_s"] for p in parts), 2),
+                "peak_rss_mb": max(p["peak_rss_mb"] for p in parts),
+                "tree_peak_rss_mb": max(p["tree_peak_rss_mb"] for p in parts),
+                "parts": parts,
+            }
+        )
 
     # ----------------------------------------------------------------- stages
     def rows_for(self, dataset: str) -> int:
@@ -259,15 +360,15 @@ class Bench:
                 str(raw_dir),
                 "--force",
             ]
-            if self._record(dataset, rows, "generate", None, self._run(f"{dataset}.generate", command)).status != "ok":
+            if self._stage(dataset, rows, "generate", None, command).status != "ok":
                 return False
-        if self.args.reuse_data and self._prepared(dataset, rows):
+        prepared = self._prepared(dataset, rows)
+        if prepared and (self.args.reuse_data or all(self._finished(dataset, s, None) for s in ("prepare", "split"))):
             self._reused(dataset, rows, "prepare")
             self._reused(dataset, rows, "split")
             return True
         for stage, arguments in (("prepare", ("prepare", source)), ("split", ("split", PAPER, dataset))):
-            result = self._run(f"{dataset}.{stage}", self._tabrepro(*arguments))
-            if self._record(dataset, rows, stage, None, result).status != "ok":
+            if self._stage(dataset, rows, stage, None, self._tabrepro(*arguments)).status != "ok":
                 return False
         return True
 
@@ -278,39 +379,32 @@ class Bench:
 
     def train_stages(self, dataset: str, rows: int, model: str) -> None:
         job = Job(PAPER, dataset, model, 0)
-        # A fresh job every time: a state file left by an earlier, stopped benchmark in the same
-        # work directory would make the job resume (an NPT run stopped after its steps resumed
-        # with none left and measured one evaluation pass, not training).
-        shutil.rmtree(self.layout.job_dir.path(job), ignore_errors=True)
+        threads = ("--threads", str(self.args.threads))
         if model in PER_CONFIG_MODELS:
-            result = self._run(
-                f"{dataset}.{model}.train-config",
-                self._tabrepro("train-config", PAPER, dataset, model, "0", "0", "--threads", str(self.args.threads)),
-                model,
-            )
-            record = self._record(
-                dataset,
-                rows,
+            training = (
                 "train-config",
-                model,
-                result,
-                _job_summary(self.layout.config_result.path(job, config=0)),
+                self._tabrepro("train-config", PAPER, dataset, model, "0", "0", *threads),
+                self.layout.config_result.path(job, config=0),
+            )
+        else:
+            training = ("train", self._tabrepro("train", PAPER, dataset, model, "0", *threads), None)
+        stage, command, result_file = training
+        if not self._finished(dataset, stage, model):
+            going_on = self._earlier(dataset, stage, model)
+            if going_on is None or going_on.status not in STOPPED:
+                # A fresh job: a state file left by an earlier, stopped benchmark in the same work
+                # directory would make the job resume (an NPT run stopped after its steps resumed
+                # with none left and measured one evaluation pass, not training).
+                shutil.rmtree(self.layout.job_dir.path(job), ignore_errors=True)
+                going_on = None
+            record = self._stage(
+                dataset, rows, stage, model, command, result_file or self.layout.job_metrics.path(job), going_on
             )
             if record.status != "ok":
                 return
-            result = self._run(
-                f"{dataset}.{model}.select",
-                self._tabrepro("select", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
-                model,
-            )
-            self._record(dataset, rows, "select", model, result, _job_summary(self.layout.job_metrics.path(job)))
-            return
-        result = self._run(
-            f"{dataset}.{model}.train",
-            self._tabrepro("train", PAPER, dataset, model, "0", "--threads", str(self.args.threads)),
-            model,
-        )
-        self._record(dataset, rows, "train", model, result, _job_summary(self.layout.job_metrics.path(job)))
+        if model in PER_CONFIG_MODELS and not self._finished(dataset, "select", model):
+            command = self._tabrepro("select", PAPER, dataset, model, "0", *threads)
+            self._stage(dataset, rows, "select", model, command, self.layout.job_metrics.path(job))
 
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
         """The one configuration the job fits (tabrepro.tuning.job_configs, as the job itself)."""
@@ -322,12 +416,44 @@ class Bench:
         return job_configs(self.params, Job(PAPER, dataset, model, 0), task)[0]
 
     # ----------------------------------------------------------------- driver
-    def run(self) -> None:
-        self.work.mkdir(parents=True, exist_ok=True)
+    def setup(self) -> None:
+        """Validate the benchmark's parameters (and the run --resume goes on with) before anything
+        is written; an InputError names what is wrong."""
         base = yaml.safe_load(Path(self.args.params).read_text())
         raw = bench_params(base, self.args.datasets, self.args.models, self.args.set)
-        self.params = Params(raw, source=str(self.params_path))  # validated before anything runs
+        self.params = Params(raw, source=str(self.params_path))
+        if self.resuming:
+            self._load_earlier_run()
+        self.work.mkdir(parents=True, exist_ok=True)
         atomic_write(self.params_path, yaml.safe_dump(raw, sort_keys=False))
+
+    def _load_earlier_run(self) -> None:
+        path = self.args.json
+        if path is None or not Path(path).is_file():
+            raise InputError(f"--resume goes on with the run a --json file records; no such file: {path}")
+        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+        now = self._header()
+        for key in RUN_SETTINGS:
+            if earlier.get(key) != now[key]:
+                raise InputError(f"--resume: {path} records a run with {key} {earlier.get(key)!r}, not {now[key]!r}")
+        self.first_machine = earlier["machine"]
+        self.resumed = [*earlier.get("resumed", []), self.machine]
+        self.records = [Record(**record) for record in earlier["records"]]
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "rows_scale": self.args.rows_scale,
+            "threads": self.args.threads,
+            "seed": self.args.seed,
+            "stage_timeout_s": self.args.stage_timeout,
+            # --set overrides of the tiny budgets (memory options such as recompute_blocks change
+            # what a stage measures, so the record names them)
+            "settings": [f"{model}.{name}={json.dumps(value)}" for model, name, value in self.args.set],
+        }
+
+    def run(self) -> None:
+        if self.params is None:
+            self.setup()
         for dataset in self.args.datasets:
             rows = self.rows_for(dataset)
             if not self.data_stages(dataset, rows):
@@ -339,14 +465,9 @@ class Bench:
         if self.args.json is None:
             return
         payload = {
-            "rows_scale": self.args.rows_scale,
-            "threads": self.args.threads,
-            "seed": self.args.seed,
-            "stage_timeout_s": self.args.stage_timeout,
-            # --set overrides of the tiny budgets (memory options such as recompute_blocks change
-            # what a stage measures, so the record names them)
-            "settings": [f"{model}.{name}={json.dumps(value)}" for model, name, value in self.args.set],
-            "machine": self.machine,
+            **self._header(),
+            "machine": self.first_machine,
+            **({"resumed": self.resumed} if self.resumed else {}),  # later parts' machines, in order
             "records": [asdict(r) for r in self.records],
         }
         write_json(Path(self.args.json), payload, indent=1, sort_keys=False)
@@ -516,6 +637,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip prepare and split when the work directory already has them for this size",
     )
     parser.add_argument("--json", type=Path, help="write every record here (rewritten after each stage)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the run the --json file records: keep its finished stages, continue a stopped "
+        "train stage from its job's checkpoints (its parts' times are summed)",
+    )
     return parser
 
 
@@ -530,6 +657,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     assert set(DATASETS.values()) <= set(STANDIN_DATASETS)
     bench = Bench(args)
+    try:
+        bench.setup()
+    except InputError as error:
+        print(f"tabrepro.scale.bench: error: {error}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # stops the running stage too
     try:
         bench.run()

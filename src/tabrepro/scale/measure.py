@@ -5,7 +5,9 @@ resident set size comes from `os.wait4` on that child (the kernel's ru_maxrss of
 the descendants it waited for), and a sampler also sums the resident memory of the whole process
 tree every half second from /proc, which catches worker processes the child never waits for.
 A stage that runs past its time limit is stopped (its process group, which only it and its
-descendants are in) and reported as timed out, with the memory it had reached.
+descendants are in) and reported as timed out, with the memory it had reached. While it runs, an
+optional callback hears its wall time and tree peak so far every `progress_interval_s`, so that a
+caller killed with it (a session's end) has already written down what the stage had reached.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["StageResult", "run_measured", "tree_rss_bytes"]
+__all__ = ["Progress", "StageResult", "run_measured", "tree_rss_bytes"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -64,15 +66,26 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
+Progress = Callable[[float, float], None]  # (wall seconds so far, tree peak MiB so far)
+
+
 class _Sampler(threading.Thread):
-    def __init__(self, pid: int, interval: float) -> None:
+    def __init__(
+        self, pid: int, interval: float, on_progress: Progress | None = None, progress_interval: float = 60.0
+    ) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval, self.peak = pid, interval, 0
+        self.on_progress, self.progress_interval = on_progress, progress_interval
         self._stop_event = threading.Event()
 
     def run(self) -> None:
+        started = last_report = time.perf_counter()
         while not self._stop_event.is_set():
             self.peak = max(self.peak, tree_rss_bytes(self.pid))
+            now = time.perf_counter()
+            if self.on_progress is not None and now - last_report >= self.progress_interval:
+                last_report = now
+                self.on_progress(round(now - started, 2), round(self.peak / 2**20, 1))
             self._stop_event.wait(self.interval)
 
     def stop(self) -> None:
@@ -96,8 +109,14 @@ def run_measured(
     timeout_s: float | None = None,
     log_path: Path,
     sample_interval_s: float = 0.5,
+    on_progress: Progress | None = None,
+    progress_interval_s: float = 60.0,
 ) -> StageResult:
-    """Run `command` to completion (or its time limit); stdout and stderr go to `log_path`."""
+    """Run `command` to completion (or its time limit); stdout and stderr go to `log_path`.
+
+    `on_progress`, when given, is called from the sampling thread every `progress_interval_s`
+    with the wall time and the process tree's peak so far (MiB).
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with log_path.open("wb") as log:
@@ -109,7 +128,7 @@ def run_measured(
             env=None if env is None else dict(env),
             start_new_session=True,
         )
-        sampler = _Sampler(process.pid, sample_interval_s)
+        sampler = _Sampler(process.pid, sample_interval_s, on_progress, progress_interval_s)
         sampler.start()
         timed_out = threading.Event()
 

@@ -7,6 +7,8 @@ Each file is the `--json` output of one `python -m tabrepro.scale.bench` run (ta
 Only full-size runs (rows scale 1) count. Where several runs measured the same stage of the same
 dataset, the later file in the argument order wins. A stage that did not finish shows its status
 (timeout, failed) with the time and memory it had reached; a stage never run shows "not run".
+A stage measured in parts (`bench --resume`) shows their summed time and largest peak, and its
+file's line names the commit and CPU of each later part.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def _cell(record: dict[str, Any]) -> str:
     figures = f"{record['wall_s']:,.0f} s, {peak:.1f} GiB"
     if peak >= GIB_LIMIT:
         figures += " (over 16 GiB)"
+    if record.get("parts"):
+        figures += f", in {len(record['parts'])} parts"
     return figures if record["status"] == "ok" else f"{record['status']} after {figures}"
 
 
@@ -59,6 +63,11 @@ def _read(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[tuple[str, 
     return runs, cells
 
 
+def _machine_line(machine: dict[str, Any]) -> str:
+    commit, _, dirty = str(machine.get("commit")).partition("+")
+    return f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''} on {machine['cpu']} ({machine['isa']})"
+
+
 def render_block(paths: Sequence[Path], root: Path) -> str:
     """The README block for these bench files (paths shown relative to `root`)."""
     runs, cells = _read(paths)
@@ -69,6 +78,7 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
     for run in runs:
         machine = run["machine"]
         commit, _, dirty = str(machine.get("commit")).partition("+")
+        resumed = run.get("resumed", [])
         shown = run["path"].resolve().relative_to(root.resolve()).as_posix()
         timeout = run.get("stage_timeout_s")
         lines.append(
@@ -77,6 +87,7 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
             f"{f'stage timeout {timeout} s' if timeout else 'no stage timeout'}, "
             f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
             + (f", with {', '.join(f'`{item}`' for item in run['settings'])}" if run.get("settings") else "")
+            + (f"; resumed with {', then '.join(_machine_line(m) for m in resumed)}" if resumed else "")
         )
     lines += ["", "| stage | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
     for stage in stages:
