@@ -143,7 +143,7 @@ class DatasetSource:
 @functools.lru_cache(maxsize=1)
 def _load_cached() -> dict[str, DatasetSource]:
     text = resources.files("tabrepro.data").joinpath(REGISTRY_RESOURCE).read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10x faster, same data
     if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict):
         raise RegistryError(f"{REGISTRY_RESOURCE}: expected a top-level 'datasets' mapping")
     return sources_from_mapping(raw["datasets"])
