@@ -537,6 +537,9 @@ def test_resume_refuses_a_run_of_other_settings_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "threads 1, not 2" in err
     assert (tmp_path / "run.json").read_bytes() == before
+    (tmp_path / "run.json").write_text(json.dumps({**json.loads(before), "records": [{"stage": "prepare"}]}))
+    assert bench.main(_bench_args(tmp_path, resume=True)) == 2
+    assert "is not a record of this benchmark" in capsys.readouterr().err
 
 
 def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):

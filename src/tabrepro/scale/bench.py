@@ -436,9 +436,13 @@ class Bench:
         for key in RUN_SETTINGS:
             if earlier.get(key) != now[key]:
                 raise InputError(f"--resume: {path} records a run with {key} {earlier.get(key)!r}, not {now[key]!r}")
-        self.first_machine = earlier["machine"]
+        try:
+            records = [Record(**record) for record in earlier["records"]]
+            self.first_machine = earlier["machine"]
+        except (KeyError, TypeError) as error:
+            raise InputError(f"--resume: {path} is not a record of this benchmark ({error})") from None
         self.resumed = [*earlier.get("resumed", []), self.machine]
-        self.records = [Record(**record) for record in earlier["records"]]
+        self.records = records
 
     def _header(self) -> dict[str, Any]:
         return {
