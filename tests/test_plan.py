@@ -301,6 +301,34 @@ def test_measured_jobs_are_read_with_their_regenerated_candidates(tmp_path):
     assert jobs[0].terms == pytest.approx(one.terms) and n_configs > 1
 
 
+def test_a_bench_stage_measured_in_parts_counts_its_summed_time_and_largest_peak(tmp_path):
+    table = {"n_rows": 1000, "n_features": 10, "width": 10, "n_classes": 10, "n_fixed_test_rows": 0}
+    job = {"config": {"max_epochs": 1}, "n_train": 700, "n_val": 100, "n_test": 200, "wall_time_s": 40.0}
+    record = {
+        "dataset": "poker_hand",
+        "source": "poker_hand",
+        "rows": 1000,
+        "stage": "train-config",
+        "model": "bishop",
+        "status": "ok",
+        "wall_s": 100.0,
+        "peak_rss_mb": 900.0,
+        "tree_peak_rss_mb": 950.0,
+        "job": {**job, "peak_memory_mb": 800.0},
+        "table": table,
+    }
+    one = tmp_path / "bench-one.json"
+    one.write_text(json.dumps({"records": [record]}))
+    parts = [{"wall_s": 60.0, "peak_rss_mb": 0.0, "tree_peak_rss_mb": 950.0}, {"wall_s": 40.0}]
+    staged = tmp_path / "bench-parts.json"
+    staged.write_text(json.dumps({"records": [{**record, "parts": parts}]}))
+    facts = DatasetFacts([], None)
+    [whole] = load_measured([], [one], PARAMS, facts)
+    [in_parts] = load_measured([], [staged], PARAMS, facts)
+    assert (whole.wall_s, whole.peak_mb) == (40.0, 800.0)  # one part: the job's own figures
+    assert (in_parts.wall_s, in_parts.peak_mb) == (100.0, 950.0)  # the job saw its last part only
+
+
 def test_npt_memory_counts_its_parameters_and_their_optimiser_copies():
     """A wide table makes NPT's parameters, not its activations, the memory: Income's 41
     attributes at e = 64 give ~358 M parameters, six fp32 copies of which are ~8 GiB."""

@@ -248,7 +248,9 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
 
 def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
     """The scale benchmark's train stages. A stage stopped at its time limit gives no runtime (it
-    would only be a lower bound) but its peak memory, which the first steps reach, still counts."""
+    would only be a lower bound) but its peak memory, which the first steps reach, still counts.
+    A stage measured in parts (`bench --resume`) counts with its parts' summed time and largest
+    peak: the job's own record covers its last part only."""
     payload = json.loads(path.read_text())
     found = []
     for record in payload["records"]:
@@ -274,18 +276,15 @@ def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
         kind = "train" if record["stage"] == "train" else "train_config"
         work = job_terms(record["model"], kind, [job["config"]], shape)
         label = f"bench/{record['dataset']}@{record['rows']}/{record['model']}"
-        wall = None if record["status"] == "timeout" else float(job.get("wall_time_s") or record["wall_s"])
-        found.append(
-            MeasuredJob(
-                label,
-                family_of(record["model"]),
-                work.terms,
-                work.memory,
-                wall,
-                float(job.get("peak_memory_mb") or record["peak_rss_mb"]),
-                path.name,
-            )
-        )
+        in_parts = bool(record.get("parts"))
+        if record["status"] == "timeout":
+            wall = None
+        else:
+            wall = float(record["wall_s"] if in_parts else job.get("wall_time_s") or record["wall_s"])
+        peak = float(job.get("peak_memory_mb") or record["peak_rss_mb"])
+        if in_parts:
+            peak = max(peak, record["peak_rss_mb"], record["tree_peak_rss_mb"])
+        found.append(MeasuredJob(label, family_of(record["model"]), work.terms, work.memory, wall, peak, path.name))
     return found
 
 
