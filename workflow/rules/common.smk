@@ -1,5 +1,6 @@
 # Shared helpers for the rules: the validated parameters, the run's layout and every input function
 # (the rule files hold rules only).
+import functools
 import hashlib
 import os
 import re
@@ -51,12 +52,13 @@ SELECTED_PAPERS = [p for p in PARAMS.papers if PARAMS.jobs([p])]
 SIZER = JobSizer(PARAMS, cache_dir=Path(".snakemake/tabrepro-sizes"))
 
 
+@functools.cache  # fixed for this run's parameters; asked once per fetch-status lookup
 def downloaded_sources():
     """The registry sources of the profile's datasets that need a download (not embedded)."""
     from tabrepro.data.registry import get_source
 
     sources = {PARAMS.source_of(p, d) for p in SELECTED_PAPERS for d in PARAMS.selected_datasets(p)}
-    return sorted(s for s in sources if not get_source(s).embedded)
+    return tuple(sorted(s for s in sources if not get_source(s).embedded))
 
 
 def fetch_statuses(wildcards=None):
