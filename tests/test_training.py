@@ -187,6 +187,46 @@ def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(pr
     assert result["selection"] == reference["selection"] and result["metrics"] == reference["metrics"]
 
 
+@pytest.mark.parametrize("stop_at", [1, 3])
+def test_a_search_stopped_midway_scores_only_what_it_had_not_and_gives_the_same_result(prepared, monkeypatch, stop_at):
+    """A job killed after `stop_at` of its four configurations (a cluster's time limit) goes on
+    with the rest when run again, refits the winner if the stopped run had scored it (same seed,
+    same forest), and reports what an uninterrupted job reports; its saved scores then go."""
+    import tabrepro.training as training
+
+    tmp_path, _, _, _, _ = prepared
+    raw = yaml.safe_load(write_params(tmp_path, name=f"stopped{stop_at}.yaml").read_text())
+    raw["profiles"][raw["profile"]]["max_configs"] = 4
+    raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
+    params = Params(raw)
+    job = Job("npt", "breast_cancer", "random_forest", 0)
+    reference = run_job(params, job, progress=False)
+    state = params.job_dir(job) / training.STATE_DIR
+    assert not state.exists()  # an uninterrupted job leaves no saved scores
+    original = training._fit_config
+    fitted: list[int] = []
+
+    def stopping(params, job, data, index, config, **kwargs):
+        if len(fitted) == stop_at:
+            raise KeyboardInterrupt  # the job is killed while fitting this configuration
+        fitted.append(index)
+        return original(params, job, data, index, config, **kwargs)
+
+    monkeypatch.setattr(training, "_fit_config", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(params, job, progress=False)
+    assert len(list(state.glob("tuning/*/config*.json"))) == stop_at
+
+    fitted.clear()
+    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fitted.append(a[3]) or original(*a, **k))
+    result = run_job(params, job, progress=False)
+    best = reference["selection"]["best_index"]
+    assert fitted == list(range(stop_at, 4)) + ([best] if best < stop_at else [])
+    for key in ("metrics", "selection", "selected_config", "test_repeats"):
+        assert result.get(key) == reference.get(key), key
+    assert not state.exists()
+
+
 def test_folds_trained_in_one_process_give_what_their_own_jobs_give(prepared, capsys):
     """train-folds (the workflow's train_folds job) against one run_job per fold: the same
     metrics, choice and split for each fold, though the first fold ran before the second."""

@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -195,29 +196,84 @@ def _leads(scores: list[float | None], metric: str) -> bool:
         return False
 
 
+class ScoredConfigurations:
+    """The validation metrics of an in-job search, one small file per configuration as soon as it
+    is scored (state/tuning/<key>/ in the job's directory), so that a job stopped mid-search (a
+    cluster's time limit, a lost node) goes on with the next configuration instead of the first.
+    The key covers what the scores depend on (the job's parameters, its split and its candidate
+    list): files written under other settings are never read. The files go once the job is done.
+    """
+
+    def __init__(self, params: Params, job: Job, split: Split, configs: list[dict]) -> None:
+        key = json.dumps(
+            {"params": params.job_digest(job), "split": split.sha256, "configs": configs},
+            sort_keys=True,
+            default=_jsonable,
+        )
+        self.root = params.job_dir(job) / STATE_DIR / TUNING_DIR
+        self.dir = self.root / hashlib.sha256(key.encode()).hexdigest()[:12]
+
+    def _path(self, index: int) -> Path:
+        return self.dir / f"config{index}.json"
+
+    def get(self, index: int) -> dict[str, float] | None:
+        path = self._path(index)
+        return json.loads(path.read_text())["metrics"] if path.is_file() else None
+
+    def put(self, index: int, config: dict, metrics: dict[str, float]) -> None:
+        write_json(self._path(index), {"index": index, "config": config, "metrics": metrics}, default=_jsonable)
+
+    def clear(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+        for empty in (self.root, self.root.parent):  # state/tuning and state, unless other state lives there
+            try:
+                empty.rmdir()
+            except OSError:
+                break
+
+
 def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
-    """Tune every configuration in this process, score the winner once on test (CPU models)."""
+    """Tune every configuration in this process, score the winner once on test (CPU models).
+
+    Each configuration's validation metrics are kept as it is scored (`ScoredConfigurations`): a
+    job stopped mid-search and run again scores only the configurations it had not reached, and
+    refits the winner when an earlier run scored it (same seed, same model).
+    """
     started = time.perf_counter()
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
     selection_metric = SELECTION_METRIC[data.task]
     va, te = data.split.val, data.split.test
+    scored = ScoredConfigurations(params, job, data.split, configs)
 
-    best_so_far: TabularModel | None = None  # only the leader is kept: 24 forests of 1,000 trees do not fit together
+    # Only the leader is kept: 24 forests of 1,000 trees do not fit together. None while the
+    # leader is a configuration an earlier, stopped run scored.
+    best_so_far: TabularModel | None = None
     val_scores, val_metrics = [], []
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
+    earlier = 0
     for i, config in enumerate(tqdm(configs, desc=label, unit="config", disable=not progress)):
-        model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
-        metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[va]), data.y[va], data.target)
+        model = None
+        metrics = scored.get(i)
+        if metrics is None:
+            model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
+            metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[va]), data.y[va], data.target)
+            scored.put(i, config, metrics)
+        else:
+            earlier += 1
         val_metrics.append(metrics)
         val_scores.append(metrics[selection_metric])
         if _leads(val_scores, selection_metric):
             best_so_far = model
         del model
+    if earlier:
+        log.info("%s: %d of %d configurations were scored by an earlier, stopped run", label, earlier, len(configs))
     best = select_best(val_scores, selection_metric)  # the last leader: select_best is prefix-consistent
-    assert best_so_far is not None
+    if best_so_far is None:
+        best_so_far = _fit_config(params, job, data, best, configs[best], n_jobs=n_jobs)
     test_runs = [outputs_metrics(data.task, model_outputs(best_so_far, data.task, data.X[te]), data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
+    scored.clear()
     return {
         **_record(params, job, data, started, n_jobs),
         "metrics": {"test": _mean_metrics(test_runs), "val": val_metrics[best]},
@@ -268,6 +324,7 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
 
 # ------------------------------------------------------------------ one job per configuration
 STATE_DIR = "state"
+TUNING_DIR = "tuning"  # under STATE_DIR of an in-job search's directory (ScoredConfigurations)
 
 
 def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *, n_jobs: int = 1) -> dict:
