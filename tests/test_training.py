@@ -217,6 +217,9 @@ def test_a_search_stopped_midway_scores_only_what_it_had_not_and_gives_the_same_
         run_job(params, job, progress=False)
     assert len(list(state.glob("tuning/*/config*.json"))) == stop_at
 
+    other = state / training.TUNING_DIR / "0123456789ab" / "config0.json"  # left under other settings
+    other.parent.mkdir()
+    other.write_text('{"metrics": {}}')
     fitted.clear()
     monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fitted.append(a[3]) or original(*a, **k))
     result = run_job(params, job, progress=False)

@@ -224,12 +224,13 @@ class ScoredConfigurations:
         write_json(self._path(index), {"index": index, "config": config, "metrics": metrics}, default=_jsonable)
 
     def clear(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-        for empty in (self.root, self.root.parent):  # state/tuning and state, unless other state lives there
-            try:
-                empty.rmdir()
-            except OSError:
-                break
+        """Remove the saved scores once the job is done: these, and any a stopped run left under
+        other settings (of no use now), then the state directory if nothing else lives there."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            self.root.parent.rmdir()
+        except OSError:
+            pass
 
 
 def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
