@@ -204,6 +204,18 @@ def test_predictions_grow_with_the_configuration(model, key, small, large):
     assert high > 2 * low
 
 
+def test_bishop_epochs_of_a_few_batches_train_on_those_rows_only():
+    """batches_per_epoch (the scale benchmark's 50 batches) bounds the rows an epoch trains on:
+    counting every training row overestimated the benchmark's BiSHop jobs on the large tables 5-8x."""
+    shape = _shape(400_000)
+    whole = job_terms("bishop", "train_config", [{"max_epochs": 1}], shape).terms
+    few = job_terms("bishop", "train_config", [{"max_epochs": 1, "batches_per_epoch": 50}], shape).terms
+    one_row = job_terms("bishop", "train_config", [{"max_epochs": 1}], TableShape(1, 1, 0, 0, 20, 20, 2)).terms
+    assert few["steps"] == pytest.approx(whole["steps"] * 50 * 32 / shape.n_train)
+    # one training row costs one_row's flops (forward and backward); the scored rows are the same
+    assert whole["flops"] - few["flops"] == pytest.approx(one_row["flops"] * (shape.n_train - 50 * 32))
+
+
 def test_calibration_recovers_known_rates():
     rng = np.random.default_rng(0)
     truth = {"start": 2.0, "load": 0.5, "trees": 3.0, "score": 1.0}

@@ -246,6 +246,7 @@ COST_KEYS: dict[str, tuple[str, ...]] = {
         "max_epochs",
         "patience",
         "batch_size",
+        "batches_per_epoch",
     ),
 }
 
@@ -336,9 +337,11 @@ def _fit_terms(
         epochs = _epochs(config, 200, 20, bound)
         sample = bishop_sample_flops(config, shape.n_features)
         batch = float(_get(config, "batch_size", 32))
+        limit = _get(config, "batches_per_epoch", None)  # an epoch of that many batches, not all rows
+        trained = n if limit is None else min(n, float(limit) * batch)
         return {
-            "flops": (epochs * (3 * n + shape.n_val) * sample + s * sample) / 1e9,
-            "steps": epochs * n / batch / 1e3,
+            "flops": (epochs * (3 * trained + shape.n_val) * sample + s * sample) / 1e9,
+            "steps": epochs * trained / batch / 1e3,
         }
     raise KeyError(f"no cost terms for model {model!r}")
 
