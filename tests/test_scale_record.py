@@ -51,6 +51,7 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
             _stage("higgs", "generate"),
             _stage("higgs", "prepare", wall=100.0, peak_mb=2048.0),
             _stage("higgs", "train-config", "npt", status="timeout", wall=60.0, peak_mb=20 * 1024.0),
+            _stage("higgs", "train-config", "bishop", status="running", wall=30.0),
         ],
     )
     second = _run(
@@ -66,6 +67,7 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
     assert "| prepare | 100 s, 2.0 GiB | 5 s, 1.0 GiB |" in block
     assert "| npt train-config | timeout after 60 s, 20.0 GiB (over 16 GiB) | not run |" in block
     assert "| knn train | not run | 10 s, 1.0 GiB |" in block
+    assert "| bishop train-config | stopped after 30 s, 1.0 GiB | not run |" in block
     assert "| generate |" not in block and "Some CPU (AVX2)" in block and "bbbbbbbbbbbb" in block
     assert "with `npt.recompute_blocks=true`" in block and block.count(", with `") == 1  # a run's --set overrides
 

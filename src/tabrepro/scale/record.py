@@ -46,7 +46,9 @@ def _cell(record: dict[str, Any]) -> str:
         figures += " (over 16 GiB)"
     if record.get("parts"):
         figures += f", in {len(record['parts'])} parts"
-    return figures if record["status"] == "ok" else f"{record['status']} after {figures}"
+    # "running": the benchmark was stopped (killed, or its session ended) while the stage ran
+    status = "stopped" if record["status"] == "running" else record["status"]
+    return figures if status == "ok" else f"{status} after {figures}"
 
 
 def _read(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
