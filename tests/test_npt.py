@@ -683,8 +683,38 @@ def test_estimator_predicts_the_fit_rows_from_the_fit_time_pass(monkeypatch):
         return original(table, **kw)
 
     monkeypatch.setattr(clf.trainer_, "target_outputs", recorded)
-    clf.predict_proba(X[40:55])
-    clf.predict_proba(X[55:])
-    assert tables == [None, None]
+    built = []
+    table = clf._table
+    monkeypatch.setattr(clf, "_table", lambda codes: built.append(len(codes)) or table(codes))
+    val_logits, test_logits = clf._outputs(X[40:55]), clf._outputs(X[55:])
+    assert tables == [None, None] and built == []  # nor is the fit-time table built again
+    outputs = original().double().numpy()  # the fit-time table's rows: train, validation, test
+    assert np.array_equal(val_logits, outputs[40:55]) and np.array_equal(test_logits, outputs[55:])
     clf.predict_proba(X[:10])  # other rows: a table of their own
-    assert tables[-1] is not None and tables[-1].n_rows == 40 + 15 + 10
+    assert tables[-1] is not None and tables[-1].n_rows == 40 + 15 + 10 and built == [10]
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_the_estimators_table_holds_the_stacked_values_in_float32(task):
+    """Filled into one float32 array: the same values, bit for bit, as stacking the codes beside
+    the (float64) targets and casting the whole, without the float64 copies."""
+    layout = FeatureLayout.from_groups([("continuous", 1), ("categorical", 3), ("continuous", 1)])
+    X, y_class, y_reg = encoded_data(70, 1)
+    y = y_class if task == "classification" else y_reg
+    est = NPTEstimator(task, NPTConfig(**TINY, max_steps=1)).fit(
+        X[:40], y[:40], X[40:55], y[40:55], layout=layout, X_test=X[55:]
+    )
+    train_codes, y_train, val_codes, y_val = est._context
+    test_codes = est._test_codes
+    stacked = np.concatenate(
+        [
+            np.column_stack([train_codes, y_train]),
+            np.column_stack([val_codes, y_val]),
+            np.column_stack([test_codes, np.full(len(test_codes), np.nan)]),
+        ]
+    )
+    expected = NPTTable(est._attributes, torch.as_tensor(stacked, dtype=torch.float32), est._roles(15))
+    table = est._table(test_codes)
+    assert table.fingerprint() == expected.fingerprint()
+    assert torch.equal(table.inputs, expected.inputs) and torch.equal(table.input_missing, expected.input_missing)
+    assert torch.equal(table.rows(TEST), torch.arange(55, 70)) and torch.equal(table.rows(VAL), torch.arange(40, 55))
