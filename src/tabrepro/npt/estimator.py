@@ -122,13 +122,13 @@ class NPTEstimator(TaskEstimator):
             raise RuntimeError("NPTEstimator is not fitted; call fit() first")
         assert self._context is not None and self._test_codes is not None
         codes = _codes(self._layout, X)
-        # The validation or test rows given to fit: the fit-time table's outputs, at the rows its
-        # roles give (the table itself is not rebuilt: on HIGGS it is 11 M rows).
-        fit_time_roles = self._roles(len(self._test_codes))
-        if _same_codes(codes, self._context[2]):
-            outputs, rows = self.trainer_.target_outputs(), torch.nonzero(fit_time_roles == VAL).reshape(-1)
-        elif _same_codes(codes, self._test_codes):
-            outputs, rows = self.trainer_.target_outputs(), torch.nonzero(fit_time_roles == TEST).reshape(-1)
+        for role, fit_codes in ((VAL, self._context[2]), (TEST, self._test_codes)):
+            if _same_codes(codes, fit_codes):
+                # rows given to fit: the fit-time table's outputs, at the rows its roles give (the
+                # table itself is not rebuilt: on HIGGS it is 11 M rows)
+                outputs = self.trainer_.target_outputs()
+                rows = torch.nonzero(self._roles(len(self._test_codes)) == role).reshape(-1)
+                break
         else:
             table = self._table(codes)
             outputs, rows = self.trainer_.target_outputs(table), table.rows(TEST)

@@ -381,14 +381,11 @@ class Bench:
         job = Job(PAPER, dataset, model, 0)
         threads = ("--threads", str(self.args.threads))
         if model in PER_CONFIG_MODELS:
-            training = (
-                "train-config",
-                self._tabrepro("train-config", PAPER, dataset, model, "0", "0", *threads),
-                self.layout.config_result.path(job, config=0),
-            )
+            stage, result_file = "train-config", self.layout.config_result.path(job, config=0)
+            command = self._tabrepro(stage, PAPER, dataset, model, "0", "0", *threads)
         else:
-            training = ("train", self._tabrepro("train", PAPER, dataset, model, "0", *threads), None)
-        stage, command, result_file = training
+            stage, result_file = "train", self.layout.job_metrics.path(job)
+            command = self._tabrepro(stage, PAPER, dataset, model, "0", *threads)
         if not self._finished(dataset, stage, model):
             going_on = self._earlier(dataset, stage, model)
             if going_on is None or going_on.status not in STOPPED:
@@ -397,9 +394,7 @@ class Bench:
                 # with none left and measured one evaluation pass, not training).
                 shutil.rmtree(self.layout.job_dir.path(job), ignore_errors=True)
                 going_on = None
-            record = self._stage(
-                dataset, rows, stage, model, command, result_file or self.layout.job_metrics.path(job), going_on
-            )
+            record = self._stage(dataset, rows, stage, model, command, result_file, going_on)
             if record.status != "ok":
                 return
         if model in PER_CONFIG_MODELS and not self._finished(dataset, "select", model):

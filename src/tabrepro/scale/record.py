@@ -65,9 +65,13 @@ def _read(paths: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[tuple[str, 
     return runs, cells
 
 
-def _machine_line(machine: dict[str, Any]) -> str:
+def _tabrepro_commit(machine: dict[str, Any]) -> str:
     commit, _, dirty = str(machine.get("commit")).partition("+")
-    return f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''} on {machine['cpu']} ({machine['isa']})"
+    return f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
+
+
+def _resumed_part(machine: dict[str, Any]) -> str:
+    return f"{_tabrepro_commit(machine)} on {machine['cpu']} ({machine['isa']})"
 
 
 def render_block(paths: Sequence[Path], root: Path) -> str:
@@ -79,7 +83,6 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
     lines = [README_BEGIN, ""]
     for run in runs:
         machine = run["machine"]
-        commit, _, dirty = str(machine.get("commit")).partition("+")
         resumed = run.get("resumed", [])
         shown = run["path"].resolve().relative_to(root.resolve()).as_posix()
         timeout = run.get("stage_timeout_s")
@@ -87,9 +90,9 @@ def render_block(paths: Sequence[Path], root: Path) -> str:
             f"- `{shown}`: {machine['cpu']} ({machine['isa']}), {machine['cores']} cores, "
             f"{machine['memory_mb'] / 1024:.0f} GiB, {run['threads']} thread(s) per job, "
             f"{f'stage timeout {timeout} s' if timeout else 'no stage timeout'}, "
-            f"tabrepro {commit[:12]}{'+' + dirty if dirty else ''}"
+            f"{_tabrepro_commit(machine)}"
             + (f", with {', '.join(f'`{item}`' for item in run['settings'])}" if run.get("settings") else "")
-            + (f"; resumed with {', then '.join(_machine_line(m) for m in resumed)}" if resumed else "")
+            + (f"; resumed with {', then '.join(_resumed_part(m) for m in resumed)}" if resumed else "")
         )
     lines += ["", "| stage | " + " | ".join(datasets) + " |", "|---|" + "---|" * len(datasets)]
     for stage in stages:
