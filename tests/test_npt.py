@@ -230,6 +230,44 @@ def test_masking_rates_and_90_10_rule():
     assert not torch.any(only_train.feature_selected[~train])
 
 
+def _whole_table_draw(table, config, generator):
+    """The mask draw as one call per random stream over the whole table (how it was drawn
+    before it was drawn in pieces): the reference the pieces must reproduce bit for bit."""
+    n, d = table.inputs.shape
+    u_select, u_randomise, u_class = (torch.rand((n, d), generator=generator) for _ in range(3))
+    z_value = torch.randn((n, d), generator=generator)
+    is_train = table.split == TRAIN
+    candidates = ~table.input_missing
+    if not config.feature_mask_non_train:
+        candidates[:, :-1] &= is_train.unsqueeze(1)
+    candidates[:, -1] &= is_train
+    rates = torch.full((d,), config.p_feature)
+    rates[-1] = config.p_target
+    selected = candidates & (u_select < rates)
+    randomised = selected & (u_randomise < config.p_randomise)
+    n_classes = torch.tensor([a.n_categories for a in table.attributes])
+    random_class = torch.minimum(torch.floor(u_class * n_classes), (n_classes - 1).clamp(min=0))
+    mask = table.input_missing | (selected & ~randomised)
+    values = torch.where(randomised, torch.where(n_classes > 0, random_class, z_value), table.inputs)
+    return {"values": torch.where(mask, 0.0, values), "mask": mask, "randomised": randomised, "selected": selected}
+
+
+@pytest.mark.parametrize("piece_entries", [1, 16, 37, 1000, 1 << 22])
+@pytest.mark.parametrize("feature_mask_non_train", [True, False])
+def test_a_mask_draw_in_pieces_draws_the_whole_table_s_numbers(piece_entries, feature_mask_non_train):
+    attributes = (continuous(), categorical(4), continuous(), categorical(3), continuous(), categorical(2))
+    table = make_table(1003, attributes=attributes, fractions=(0.7, 0.1), missing_rate=0.05)
+    config = NPTConfig(p_feature=0.15, p_target=0.5, p_randomise=0.3, feature_mask_non_train=feature_mask_non_train)
+    draw = draw_masks(table, config, torch.Generator().manual_seed(5), piece_entries=piece_entries)
+    whole = _whole_table_draw(table, config, torch.Generator().manual_seed(5))
+    assert torch.equal(draw.values, whole["values"]) and torch.equal(draw.mask, whole["mask"])
+    assert torch.equal(draw.randomised, whole["randomised"])
+    assert torch.equal(draw.target_selected, whole["selected"][:, -1])
+    assert torch.equal(draw.feature_selected[:, :-1], whole["selected"][:, :-1])
+    assert not draw.feature_selected[:, -1].any()
+    assert int(draw.randomised.sum()) > 50  # the random classes and values were exercised
+
+
 def test_masks_are_redrawn_each_epoch_and_reproducible():
     table = make_table(100)
     config = NPTConfig(**TINY, max_steps=4)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -172,7 +172,29 @@ class MaskDraw:
     randomised: Tensor  # (n, d) bool: selected entries given a random value instead of a mask
 
 
-def draw_masks(table: NPTTable, config: NPTConfig, generator: torch.Generator) -> MaskDraw:
+# Rows per piece of a mask draw: about 4 M entries (16 MiB per float piece). Drawing the whole
+# table's random numbers at once held four float32 copies of it and their products: ~10 GiB passing
+# through for HIGGS's 11 M x 29 table at every epoch, on top of the training step.
+MASK_DRAW_ENTRIES = 1 << 22
+
+
+def _row_pieces(n: int, d: int, entries: int) -> list[tuple[int, int]]:
+    """Row ranges covering n rows of d entries, each about `entries` entries, in which the CPU
+    generator draws the numbers one whole-table call would draw. `torch.rand` draws element by
+    element; `torch.randn` transforms blocks of 16 and redraws the last 16 entries of a tensor
+    whose size is not a multiple of 16, so every piece but the last holds a multiple of 16
+    entries and the last at least 16 (tests/test_npt.py checks the equality)."""
+    step = 16 // math.gcd(d, 16)  # rows per multiple of 16 entries
+    rows = max(step, entries // max(d, 1) // step * step)
+    bounds = [*range(0, n, rows), n]
+    if len(bounds) > 2 and (bounds[-1] - bounds[-2]) * d < 16:
+        del bounds[-2]  # a short last piece joins the one before it
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def draw_masks(
+    table: NPTTable, config: NPTConfig, generator: torch.Generator, piece_entries: int = MASK_DRAW_ENTRIES
+) -> MaskDraw:
     """BERT-style stochastic feature and target masking for one epoch.
 
     Candidates are observed entries: features of training rows (and of validation/test rows when
@@ -181,41 +203,52 @@ def draw_masks(table: NPTTable, config: NPTConfig, generator: torch.Generator) -
     N(0, 1)) with mask bit 0, the rest are zeroed with mask bit 1. All selected entries are scored.
     The random numbers drawn do not depend on the configuration or on any label, so changing a
     rate or a label never shifts the random stream.
+
+    The four streams (selection, randomisation, random class, random value) are drawn in that
+    order, each over the whole table, but in pieces of rows (`piece_entries`), so that only the
+    draw's own outputs are held whole; on a CPU the numbers are those of one call per stream.
     """
     n, d = table.inputs.shape
     device = table.device
-    u_select = torch.rand((n, d), generator=generator, device=device)
-    u_randomise = torch.rand((n, d), generator=generator, device=device)
-    u_class = torch.rand((n, d), generator=generator, device=device)
-    z_value = torch.randn((n, d), generator=generator, device=device)
+    pieces = _row_pieces(n, d, piece_entries)
+
+    def stream(draw: Callable[..., Tensor]) -> Iterator[tuple[slice, Tensor]]:
+        for start, stop in pieces:
+            yield slice(start, stop), draw((stop - start, d), generator=generator, device=device)
 
     observed = ~table.input_missing  # non-training targets are never observed here
     is_train = table.split == TRAIN
-    candidates = observed.clone()
-    if not config.feature_mask_non_train:
-        candidates[:, :-1] &= is_train.unsqueeze(1)
-    candidates[:, -1] &= is_train
     rates = torch.full((d,), config.p_feature, device=device)
     rates[-1] = config.p_target
-    selected = candidates & (u_select < rates)
-    randomised = selected & (u_randomise < config.p_randomise)
-    masked = selected & ~randomised
+    selected = torch.empty((n, d), dtype=torch.bool, device=device)
+    for rows, u_select in stream(torch.rand):
+        candidates = observed[rows].clone()
+        if not config.feature_mask_non_train:
+            candidates[:, :-1] &= is_train[rows].unsqueeze(1)
+        candidates[:, -1] &= is_train[rows]
+        selected[rows] = candidates & (u_select < rates)
+    randomised = torch.empty_like(selected)
+    for rows, u_randomise in stream(torch.rand):
+        randomised[rows] = selected[rows] & (u_randomise < config.p_randomise)
 
     n_classes = torch.tensor([a.n_categories for a in table.attributes], device=device)
     is_categorical = n_classes > 0
-    random_class = torch.minimum(torch.floor(u_class * n_classes), (n_classes - 1).clamp(min=0))
-    random_values = torch.where(is_categorical, random_class, z_value)
+    values = table.inputs.clone()
+    for rows, u_class in stream(torch.rand):
+        random_class = torch.minimum(torch.floor(u_class * n_classes), (n_classes - 1).clamp(min=0))
+        values[rows] = torch.where(randomised[rows] & is_categorical, random_class, values[rows])
+    for rows, z_value in stream(torch.randn):
+        values[rows] = torch.where(randomised[rows] & ~is_categorical, z_value, values[rows])
 
-    mask = table.input_missing | masked
-    values = torch.where(randomised, random_values, table.inputs)
-    values = torch.where(mask, 0.0, values)
-    feature_selected = selected.clone()
-    feature_selected[:, -1] = False
+    mask = table.input_missing | (selected & ~randomised)
+    values.masked_fill_(mask, 0.0)
+    target_selected = selected[:, -1].clone()
+    selected[:, -1] = False  # from here on the feature selection
     return MaskDraw(
         values=values,
         mask=mask,
-        target_selected=selected[:, -1],
-        feature_selected=feature_selected,
+        target_selected=target_selected,
+        feature_selected=selected,
         randomised=randomised,
     )
 

@@ -172,6 +172,7 @@ class NPTTrainer(ResumableTrainer):
     def _epoch_plan(self, epoch: int) -> _EpochPlan:
         if self._plan is None or self._plan.epoch != epoch:
             assert self.table is not None and self._train_rows is not None
+            self._plan = None  # the last epoch's masks go before this epoch's are drawn (GiBs on HIGGS)
             generator = self._generator(self._seed("epoch", epoch))
             batches = batch_plan(
                 self.table, self._train_rows, self.config.batch_size, generator, stratify=self.config.stratify_batches
