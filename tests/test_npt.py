@@ -13,7 +13,7 @@ import torch
 from tabrepro.features import FeatureLayout, categorical, continuous
 from tabrepro.nn.dropout import dropout_mask
 from tabrepro.npt import NPTConfig, NPTNetwork, NPTTable, NPTTrainer
-from tabrepro.npt.estimator import NPTEstimator
+from tabrepro.npt.estimator import NPTEstimator, _codes
 from tabrepro.npt.masking import TEST, TRAIN, VAL, batch_plan, draw_masks, entry_losses, feature_loss_weight, npt_loss
 from tabrepro.npt.optim import Lamb, Lookahead, LRSchedule, build_optimizer, clip_gradients
 from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
@@ -723,7 +723,7 @@ def test_estimator_predicts_the_fit_rows_from_the_fit_time_pass(monkeypatch):
     monkeypatch.setattr(clf.trainer_, "target_outputs", recorded)
     built = []
     table = clf._table
-    monkeypatch.setattr(clf, "_table", lambda codes: built.append(len(codes)) or table(codes))
+    monkeypatch.setattr(clf, "_table", lambda parts: built.append(len(parts[-1][0])) or table(parts))
     val_logits, test_logits = clf._outputs(X[40:55]), clf._outputs(X[55:])
     assert tables == [None, None] and built == []  # nor is the fit-time table built again
     outputs = original().double().numpy()  # the fit-time table's rows: train, validation, test
@@ -733,26 +733,36 @@ def test_estimator_predicts_the_fit_rows_from_the_fit_time_pass(monkeypatch):
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_the_estimators_table_holds_the_stacked_values_in_float32(task):
+def test_the_estimators_table_holds_the_stacked_values_in_float32_and_gives_them_back(task):
     """Filled into one float32 array: the same values, bit for bit, as stacking the codes beside
-    the (float64) targets and casting the whole, without the float64 copies."""
+    the (float64) targets and casting the whole, without the float64 copies; the context rows
+    are read back from it exactly as fit was given them (missing values included)."""
     layout = FeatureLayout.from_groups([("continuous", 1), ("categorical", 3), ("continuous", 1)])
     X, y_class, y_reg = encoded_data(70, 1)
+    X[[3, 45, 60], 0] = np.nan  # a missing value in a training, a validation and a test row
     y = y_class if task == "classification" else y_reg
     est = NPTEstimator(task, NPTConfig(**TINY, max_steps=1)).fit(
         X[:40], y[:40], X[40:55], y[40:55], layout=layout, X_test=X[55:]
     )
-    train_codes, y_train, val_codes, y_val = est._context
-    test_codes = est._test_codes
+    codes = [_codes(layout, X[rows]) for rows in (slice(0, 40), slice(40, 55), slice(55, 70))]
     stacked = np.concatenate(
         [
-            np.column_stack([train_codes, y_train]),
-            np.column_stack([val_codes, y_val]),
-            np.column_stack([test_codes, np.full(len(test_codes), np.nan)]),
+            np.column_stack([codes[0], y[:40]]),
+            np.column_stack([codes[1], y[40:55]]),
+            np.column_stack([codes[2], np.full(15, np.nan)]),
         ]
     )
-    expected = NPTTable(est._attributes, torch.as_tensor(stacked, dtype=torch.float32), est._roles(15))
-    table = est._table(test_codes)
+    roles = torch.cat([torch.full((40,), TRAIN), torch.full((15,), VAL), torch.full((15,), TEST)])
+    expected = NPTTable(est._attributes, torch.as_tensor(stacked, dtype=torch.float32), roles)
+    table = est.trainer_.table
     assert table.fingerprint() == expected.fingerprint()
     assert torch.equal(table.inputs, expected.inputs) and torch.equal(table.input_missing, expected.input_missing)
     assert torch.equal(table.rows(TEST), torch.arange(55, 70)) and torch.equal(table.rows(VAL), torch.arange(40, 55))
+    for role, given, targets in ((TRAIN, codes[0], y[:40]), (VAL, codes[1], y[40:55]), (TEST, codes[2], None)):
+        read_codes, read_targets = est._fit_rows(role)
+        assert read_codes.dtype == np.float32 and np.array_equal(read_codes, given, equal_nan=True)
+        assert np.isnan(read_codes).sum() == 1
+        if targets is not None:
+            assert np.array_equal(read_targets, targets.astype(np.float32))
+    rebuilt = est._table((est._fit_rows(TRAIN), est._fit_rows(VAL), (codes[2], None)))
+    assert rebuilt.fingerprint() == table.fingerprint() and torch.equal(rebuilt.inputs, table.inputs)

@@ -67,9 +67,9 @@ class NPTEstimator(TaskEstimator):
     ):
         super().__init__(task, config, n_classes=n_classes, checkpoint_dir=checkpoint_dir)
         self._attributes: tuple[Feature, ...] = ()
-        # (train codes, train targets, validation codes, validation targets): NPT's context rows
-        self._context: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._test_codes: np.ndarray | None = None  # the X_test given to fit, as codes
+        # rows of each role in the fit-time table [train | val | test], which holds NPT's context
+        # rows (see _fit_rows) and the X_test given to fit
+        self._counts: dict[int, int] = {}
 
     def _fit(
         self,
@@ -88,48 +88,58 @@ class NPTEstimator(TaskEstimator):
         test_codes = _codes(layout, X_test) if X_test is not None else train_codes[:0]
         target = categorical(self.n_classes, "target") if self.is_classifier else continuous("target")
         self._attributes = (*feature_attributes(layout), target)
-        self._context = (train_codes, y_train, val_codes, y_val)
-        self._test_codes = test_codes
-        table = self._table(test_codes)
+        self._counts = {TRAIN: len(train_codes), VAL: len(val_codes), TEST: len(test_codes)}
+        table = self._table(((train_codes, y_train), (val_codes, y_val), (test_codes, None)))
+        del train_codes, val_codes, test_codes  # the table holds them (see _fit_rows)
         self.trainer_ = NPTTrainer(self._attributes, self.config, checkpoint_dir=self.checkpoint_dir)
         self.fit_result_ = self.trainer_.fit(table, callback=progress)
 
-    def _table(self, test_codes: np.ndarray) -> NPTTable:
-        """[train | val | test] rows; test targets unknown (NaN -> missing).
+    def _table(self, parts: tuple[tuple[np.ndarray, np.ndarray | None], ...]) -> NPTTable:
+        """The table of the (codes, targets) of the training, validation and test rows, in that
+        order; test targets unknown (None: NaN, i.e. missing).
 
         Filled into one float32 array, the table's own precision: stacking the codes beside the
         float64 targets passed ~6 GiB of float64 copies through memory for HIGGS's 1.3 GiB table.
         """
-        assert self._context is not None
-        train_codes, y_train, val_codes, y_val = self._context
-        parts = ((train_codes, y_train), (val_codes, y_val), (test_codes, None))
-        values = np.empty((sum(len(codes) for codes, _ in parts), train_codes.shape[1] + 1), dtype=np.float32)
+        counts = [len(codes) for codes, _ in parts]
+        values = np.empty((sum(counts), parts[0][0].shape[1] + 1), dtype=np.float32)
         start = 0
         for codes, targets in parts:
             stop = start + len(codes)
             values[start:stop, :-1] = codes
             values[start:stop, -1] = np.nan if targets is None else targets
             start = stop
-        return NPTTable(self._attributes, torch.from_numpy(values), self._roles(len(test_codes)))
+        roles = torch.cat([torch.full((n,), role) for n, role in zip(counts, (TRAIN, VAL, TEST), strict=True)])
+        return NPTTable(self._attributes, torch.from_numpy(values), roles)
 
-    def _roles(self, n_test: int) -> torch.Tensor:
-        assert self._context is not None
-        n_train, n_val = len(self._context[0]), len(self._context[2])
-        return torch.cat([torch.full((n_train,), TRAIN), torch.full((n_val,), VAL), torch.full((n_test,), TEST)])
+    def _fit_rows(self, role: int) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, targets) of the fit-time table's rows of `role`, as fit was given them.
+
+        Read back from the table rather than kept beside it (1.2 GiB more on HIGGS, through every
+        training step): its inputs hold every observed feature value as given, missing ones as
+        mask bits, and its labels every row's target.
+        """
+        assert self.trainer_ is not None and self.trainer_.table is not None
+        table = self.trainer_.table
+        start = sum(n for r, n in self._counts.items() if r < role)
+        rows = slice(start, start + self._counts[role])
+        codes = table.inputs[rows, :-1].masked_fill(table.missing[rows, :-1], float("nan"))
+        targets = table.labels[rows].masked_fill(~table.label_observed[rows], float("nan"))
+        return codes.cpu().numpy(), targets.cpu().numpy()
 
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._layout is None:
             raise RuntimeError("NPTEstimator is not fitted; call fit() first")
-        assert self._context is not None and self._test_codes is not None
         codes = _codes(self._layout, X)
-        for role, fit_codes in ((VAL, self._context[2]), (TEST, self._test_codes)):
-            if _same_codes(codes, fit_codes):
-                # rows given to fit: the fit-time table's outputs, at the rows its roles give (the
-                # table itself is not rebuilt: on HIGGS it is 11 M rows)
+        for role in (VAL, TEST):
+            if len(codes) == self._counts[role] and _same_codes(codes, self._fit_rows(role)[0]):
+                # rows given to fit: the fit-time table's outputs at that role's rows (the table
+                # itself is not rebuilt: on HIGGS it is 11 M rows)
                 outputs = self.trainer_.target_outputs()
-                rows = torch.nonzero(self._roles(len(self._test_codes)) == role).reshape(-1)
+                start = sum(n for r, n in self._counts.items() if r < role)
+                rows = torch.arange(start, start + self._counts[role])
                 break
         else:
-            table = self._table(codes)
+            table = self._table((self._fit_rows(TRAIN), self._fit_rows(VAL), (codes, None)))
             outputs, rows = self.trainer_.target_outputs(table), table.rows(TEST)
         return outputs[rows.to(outputs.device)].cpu().double().numpy()
