@@ -230,6 +230,55 @@ def test_a_search_stopped_midway_scores_only_what_it_had_not_and_gives_the_same_
     assert not state.exists()
 
 
+def test_a_knn_job_stopped_in_a_long_prediction_goes_on_with_the_next_piece(prepared, monkeypatch):
+    """k-NN predicts a long table in saved pieces (HIGGS: hours): the pieces give what one call
+    gives; a job killed after some pieces predicts only the rest when run again (its winner is
+    refitted: k-NN's fit stores the rows), reports what an uninterrupted job reports, and its
+    saved pieces go with its saved scores."""
+    import tabrepro.models.knn as knn
+    import tabrepro.training as training
+    from tabrepro.models.base import EstimatorModel
+
+    _, _, params, _, _ = prepared
+    job = Job("npt", "breast_cancer", "knn", 0)
+    whole = run_job(params, job, progress=False)  # validation and test rows: one piece each
+    monkeypatch.setattr(knn, "PIECE_ROWS", 16)
+    original = EstimatorModel._predict_proba
+    predicted: list[int] = []
+
+    def counting(self, X):
+        predicted.append(len(X))
+        return original(self, X)
+
+    monkeypatch.setattr(EstimatorModel, "_predict_proba", counting)
+    reference = run_job(params, job, progress=False)
+    for key in ("metrics", "selection", "selected_config"):
+        assert reference[key] == whole[key], key
+    n_pieces = len(predicted)
+    assert n_pieces > 4 and max(predicted) == 16
+    state = params.job_dir(job) / training.STATE_DIR
+    assert not state.exists()
+
+    predicted.clear()
+
+    def stopping(self, X):
+        if len(predicted) == n_pieces - 3:
+            raise KeyboardInterrupt  # killed three pieces before the end (in the test rows)
+        return counting(self, X)
+
+    monkeypatch.setattr(EstimatorModel, "_predict_proba", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        run_job(params, job, progress=False)
+    assert len(list(state.glob("tuning/*/config*/predictions/proba-*.npy"))) == n_pieces - 3
+    predicted.clear()
+    monkeypatch.setattr(EstimatorModel, "_predict_proba", counting)
+    result = run_job(params, job, progress=False)
+    assert len(predicted) == 3
+    for key in ("metrics", "selection", "selected_config"):
+        assert result[key] == reference[key], key
+    assert not state.exists()
+
+
 def test_folds_trained_in_one_process_give_what_their_own_jobs_give(prepared, capsys):
     """train-folds (the workflow's train_folds job) against one run_job per fold: the same
     metrics, choice and split for each fold, though the first fold ran before the second."""

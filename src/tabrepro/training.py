@@ -216,6 +216,11 @@ class ScoredConfigurations:
     def _path(self, index: int) -> Path:
         return self.dir / f"config{index}.json"
 
+    def work_dir(self, index: int) -> Path:
+        """Configuration `index`'s own directory for a model's resumable state (a k-NN's saved
+        prediction pieces), under the same key and removed with the scores."""
+        return self.dir / f"config{index}"
+
     def get(self, index: int) -> dict[str, float] | None:
         path = self._path(index)
         return json.loads(path.read_text())["metrics"] if path.is_file() else None
@@ -257,7 +262,7 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         model = None
         metrics = scored.get(i)
         if metrics is None:
-            model = _fit_config(params, job, data, i, config, n_jobs=n_jobs)
+            model = _fit_config(params, job, data, i, config, n_jobs=n_jobs, work_dir=scored.work_dir(i))
             metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[va]), data.y[va], data.target)
             scored.put(i, config, metrics)
         else:
@@ -271,7 +276,7 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         log.info("%s: %d of %d configurations were scored by an earlier, stopped run", label, earlier, len(configs))
     best = select_best(val_scores, selection_metric)  # the last leader: select_best is prefix-consistent
     if best_so_far is None:
-        best_so_far = _fit_config(params, job, data, best, configs[best], n_jobs=n_jobs)
+        best_so_far = _fit_config(params, job, data, best, configs[best], n_jobs=n_jobs, work_dir=scored.work_dir(best))
     test_runs = [outputs_metrics(data.task, model_outputs(best_so_far, data.task, data.X[te]), data.y[te], data.target)]
     test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     scored.clear()
