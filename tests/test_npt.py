@@ -81,6 +81,24 @@ def test_rows_permutation_equivariance(options):
         torch.testing.assert_close(a[permutation], b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("datapoint_attention", ["full", "isab", "rowwise", "identity"])
+def test_the_outputs_of_some_rows_are_theirs_in_the_whole_batch(datapoint_attention):
+    """forward(rows=...) (an evaluation pass's hidden targets) computes those rows' outputs only,
+    attending to every row: what the whole batch gives them, up to float32 kernel rounding."""
+    extra = {"n_inducing": 4} if datapoint_attention == "isab" else {}
+    model = NPTNetwork(ATTRIBUTES, NPTConfig(**{**TINY, "datapoint_attention": datapoint_attention, **extra})).eval()
+    table = make_table(40)
+    rows = torch.tensor([3, 17, 18, 39])
+    with torch.no_grad():
+        whole = model.forward_codes(table.inputs, table.input_missing)
+        some = model.forward_codes(table.inputs, table.input_missing, rows)
+    assert [tuple(o.shape) for o in some] == [(4, o.shape[1]) for o in whole]
+    for a, b in zip(whole, some, strict=True):
+        torch.testing.assert_close(a[rows], b, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="evaluation"):
+        model.train().forward_codes(table.inputs, table.input_missing, rows)
+
+
 def test_model_structure_and_ablation_switch():
     model = NPTNetwork(ATTRIBUTES, NPTConfig(**TINY))
     assert model.block_kinds == ("abd", "aba", "abd", "aba")

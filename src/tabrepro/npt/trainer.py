@@ -231,7 +231,8 @@ class NPTTrainer(ResumableTrainer):
 
     @torch.no_grad()
     def target_outputs(self, table: NPTTable | None = None, batches: list[Tensor] | None = None) -> Tensor:
-        """Target-attribute outputs (logits or value) for every row, all non-train targets masked.
+        """Target-attribute outputs (logits or value) of the rows whose target is hidden (the
+        validation and test rows), all of them masked; training rows' are not computed (zero).
 
         Without a table: the training table's, from the last validation pass while the weights
         are the ones it ran with (after fit: the final test loss and the predictions of the
@@ -254,9 +255,12 @@ class NPTTrainer(ResumableTrainer):
         saved = self._saved_pass(result, lambda: ("npt evaluation pass", table.fingerprint(), batches))
         start = saved.resume()
         for done, rows in enumerate(logged_batches(batches, "npt evaluation pass", log, start=start), start + 1):
-            with bf16_autocast(self.device, self.config.bf16_autocast):
-                outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows])
-            result[rows] = outputs[-1].float()
+            # every row of the batch is attended to; only the hidden targets' outputs are computed
+            hidden = torch.nonzero(table.split[rows] != TRAIN).reshape(-1)
+            if hidden.numel():
+                with bf16_autocast(self.device, self.config.bf16_autocast):
+                    outputs = self.model.forward_codes(table.inputs[rows], table.input_missing[rows], hidden)
+                result[rows[hidden]] = outputs[-1].float()
             saved.batch_done(done)
         saved.finish()
         return result
