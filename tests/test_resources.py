@@ -14,16 +14,7 @@ from tabrepro.config import Job, Params, ParamsError
 from tabrepro.costmodel import CostModel, calibrate
 from tabrepro.plan import JobEstimate, Planner
 from tabrepro.plan_inputs import DatasetFacts
-from tabrepro.resources import (
-    RULES,
-    JobSizer,
-    Request,
-    combine_sequential,
-    fold_groups,
-    known_signature,
-    policy,
-    size_job,
-)
+from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, fold_groups, policy, size_job
 
 PARAMS = REPO / "params.yaml"
 
@@ -154,26 +145,6 @@ def test_the_rules_callables_scale_with_the_attempt():
     assert sizer.threads("train")(wildcards) == first.threads
     assert sizer.mem_mb("train")(wildcards, 2) == 2 * first.mem_mb
     assert sizer.runtime("train")(wildcards, 3) == 3 * first.runtime_min
-
-
-def test_snakemake_takes_a_rule_function_s_recorded_parameters_without_inspecting_it(monkeypatch):
-    """The dry-run saving of `known_signature` rests on where Snakemake looks first; if a new
-    Snakemake stops looking there, this fails (the workflow itself would only get slower)."""
-    import inspect
-
-    from snakemake.common import get_function_params, get_input_function_aux_params
-
-    mem_mb = JobSizer(Params.from_file(PARAMS)).mem_mb("prepare")
-    expected = list(inspect.signature(mem_mb).parameters)
-    digest = known_signature(lambda wildcards, input: 0)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("inspect.signature was called")
-
-    monkeypatch.setattr(inspect, "signature", refuse)
-    assert list(get_function_params(mem_mb)) == expected == ["wildcards", "attempt"]
-    assert get_input_function_aux_params(mem_mb, {"attempt": 2, "threads": 4}) == {"attempt": 2}
-    assert list(get_function_params(digest)) == ["wildcards", "input"]
 
 
 def test_other_rules_take_their_entry_or_the_default(raw):

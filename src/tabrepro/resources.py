@@ -23,7 +23,6 @@ import copy
 import dataclasses
 import functools
 import hashlib
-import inspect
 import json
 import math
 from collections.abc import Mapping
@@ -48,7 +47,6 @@ __all__ = [
     "configs_per_job",
     "FoldGroup",
     "fold_groups",
-    "known_signature",
     "policy",
     "size_job",
 ]
@@ -225,19 +223,6 @@ def sizing_inputs_digest(params: Params) -> str:
     return digest.hexdigest()[:16]
 
 
-# Snakemake reads a rule function's parameters (to pass it only the arguments it takes) through
-# inspect.signature at every call: ~30,000 times in a paper dry run, most of a second. It looks for
-# them in this attribute first (snakemake.common.get_function_params); tests/test_resources.py
-# checks that it still does.
-SNAKEMAKE_PARAMETERS_ATTRIBUTE = "_overwrite_params"
-
-
-def known_signature(func):
-    """`func`, with its parameters recorded once where Snakemake looks before inspecting them."""
-    setattr(func, SNAKEMAKE_PARAMETERS_ATTRIBUTE, inspect.signature(func).parameters)
-    return func
-
-
 class JobSizer:
     """The requests of one Params' jobs; what the workflow's rules call (common.smk).
 
@@ -343,10 +328,10 @@ class JobSizer:
 
     # What the rules take: Snakemake calls these with the job's wildcards (and attempt).
     def threads(self, rule: str):
-        return known_signature(lambda wildcards: self.request(rule, wildcards).threads)
+        return lambda wildcards: self.request(rule, wildcards).threads
 
     def mem_mb(self, rule: str):
-        return known_signature(lambda wildcards, attempt: self.request(rule, wildcards).mem_mb * attempt)
+        return lambda wildcards, attempt: self.request(rule, wildcards).mem_mb * attempt
 
     def runtime(self, rule: str):
-        return known_signature(lambda wildcards, attempt: self.request(rule, wildcards).runtime_min * attempt)
+        return lambda wildcards, attempt: self.request(rule, wildcards).runtime_min * attempt

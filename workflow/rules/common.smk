@@ -16,7 +16,7 @@ from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
 from tabrepro.config import YAML_LOADER, Job, Params, ParamsError
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
-from tabrepro.resources import JobSizer, fold_groups, known_signature
+from tabrepro.resources import JobSizer, fold_groups
 
 PARAMS_FILE = "params.yaml"
 
@@ -111,12 +111,10 @@ def embedded_or_raw(source):
     return [str(LAYOUT.fetch_status.path(source=source))]
 
 
-@known_signature  # called for every job: see tabrepro.resources
 def processed_table(wildcards):
     return str(LAYOUT.processed_table.path(source=PARAMS.source_of(wildcards.paper, wildcards.dataset)))
 
 
-@known_signature
 def job_digest(wildcards):
     return PARAMS.job_digest(Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold)))
 
@@ -130,7 +128,6 @@ def fold_pattern(pattern, fold):
 FOLD_GROUPS = list(SIZER.fold_groups.values())
 
 
-@known_signature
 def folds_digest(wildcards):
     """Reruns a train_folds job when a parameter of any of its folds' results changes."""
     group = SIZER.fold_groups[wildcards.paper, wildcards.dataset]
@@ -169,13 +166,11 @@ def one_of(names):
     return "|".join(re.escape(n) for n in names) or "(?!)"
 
 
-@known_signature
 def gpus(wildcards):
     """1 for GPU models (the Slurm plugin then adds --gpus=1), 0 otherwise (no GPU request)."""
     return 1 if get_model_class(wildcards.model).accelerator == "gpu" else 0
 
 
-@known_signature
 def config_batches(wildcards):
     """The manifests of the job's train_batch jobs (params.yaml `configs_per_job` configurations each)."""
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
@@ -183,7 +178,6 @@ def config_batches(wildcards):
     return [str(LAYOUT.config_batch.path(job, batch=b)) for b in range(n)]
 
 
-@known_signature
 def retrains(wildcards):
     """Does the selection job retrain the chosen configuration (protocol `repeats` > 1)?"""
     return PARAMS.repeats(wildcards.paper, wildcards.dataset) > 1
@@ -212,7 +206,6 @@ def analysis_targets(wildcards=None):
     return targets
 
 
-@known_signature
 def analysis_digest(wildcards):
     """Reruns an experiment when its settings (or the root seed) change."""
     settings = ANALYSIS or active_settings(PARAMS, required=True)
@@ -220,7 +213,6 @@ def analysis_digest(wildcards):
     return experiment_digest(settings, experiment, PARAMS.seed)
 
 
-@known_signature
 def trained_npt(wildcards):
     job = Job(ANALYSIS_PAPER, wildcards.dataset, "npt", int(wildcards.fold))
     source = PARAMS.source_of(ANALYSIS_PAPER, wildcards.dataset)
@@ -247,7 +239,6 @@ def sparsity_targets():
     ]
 
 
-@known_signature
 def sparsity_main_run(wildcards):
     job = Job(wildcards.paper, wildcards.dataset, wildcards.model, int(wildcards.fold))
     source = PARAMS.source_of(job.paper, job.dataset)

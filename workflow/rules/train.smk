@@ -108,7 +108,7 @@ rule select_config:
         mem_mb=SIZER.mem_mb("select_config"),
         runtime=SIZER.runtime("select_config"),
         # Cheap bookkeeping, unless the protocol retrains the winner with further seeds (repeats).
-        gpu=known_signature(lambda wildcards: gpus(wildcards) if retrains(wildcards) else 0),
+        gpu=lambda wildcards: gpus(wildcards) if retrains(wildcards) else 0,
     params:
         digest=job_digest,
     shell:
