@@ -121,11 +121,15 @@ class NPTEstimator(TaskEstimator):
         """
         assert self.trainer_ is not None and self.trainer_.table is not None
         table = self.trainer_.table
-        start = sum(n for r, n in self._counts.items() if r < role)
-        rows = slice(start, start + self._counts[role])
+        rows = self._role_rows(role)
         codes = table.inputs[rows, :-1].masked_fill(table.missing[rows, :-1], float("nan"))
         targets = table.labels[rows].masked_fill(~table.label_observed[rows], float("nan"))
         return codes.cpu().numpy(), targets.cpu().numpy()
+
+    def _role_rows(self, role: int) -> slice:
+        """Where `role`'s rows are in the fit-time table (roles in the order TRAIN, VAL, TEST)."""
+        start = sum(n for r, n in self._counts.items() if r < role)
+        return slice(start, start + self._counts[role])
 
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._layout is None:
@@ -136,8 +140,8 @@ class NPTEstimator(TaskEstimator):
                 # rows given to fit: the fit-time table's outputs at that role's rows (the table
                 # itself is not rebuilt: on HIGGS it is 11 M rows)
                 outputs = self.trainer_.target_outputs()
-                start = sum(n for r, n in self._counts.items() if r < role)
-                rows = torch.arange(start, start + self._counts[role])
+                fit_rows = self._role_rows(role)
+                rows = torch.arange(fit_rows.start, fit_rows.stop)
                 break
         else:
             table = self._table((self._fit_rows(TRAIN), self._fit_rows(VAL), (codes, None)))

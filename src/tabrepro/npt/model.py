@@ -246,7 +246,7 @@ class NPTNetwork(DropoutGeneratorMixin, nn.Module):
         h = dropout(h, self.config.embedding_dropout, self.training, self.dropout_source)
 
         recompute = self.config.recompute_blocks and self.training and torch.is_grad_enabled()
-        # where only `rows` go on: in the last ABD block (before the first block without one)
+        # `rows` alone go on from the last ABD block; without an ABD block, from the first block
         narrowing = max((i for i, kind in enumerate(self.block_kinds) if kind == "abd"), default=-1)
         if rows is not None and narrowing < 0:
             h, n = h[rows], rows.numel()
