@@ -92,3 +92,14 @@ def test_device_cuda_without_a_gpu_is_refused(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert compare.main(["--device", "cuda"]) == 2
     assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_the_readme_precision_block_is_generated_from_the_committed_runs():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = sorted((root / "docs" / "precision").glob("*.json"))
+    assert runs, "no committed bf16-against-fp32 run under docs/precision"
+    assert record.update_readme(root / "README.md", runs, check=True), (
+        "README's precision block is stale: python -m tabrepro.precision.record docs/precision/*.json"
+    )
