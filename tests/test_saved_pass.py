@@ -66,13 +66,77 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_p
     saved = torch.load(tmp_path / PASS_FILE, weights_only=True)
     assert saved["batches_done"] == 4
 
+    # No periodic checkpoint was due, but the pass saved the training state it follows before
+    # its first batches: the resumed job trains no step again and goes on with the pass.
+    state = torch.load(tmp_path / NPTTrainer.state_file, weights_only=False)
+    assert state["step"] == 2 and state["validation_pending"] and state["val_history"] == []
+
     calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
+    steps = count_training_steps(monkeypatch)
     resumed = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
-    result = resumed.fit(table)  # no state file (no periodic checkpoints): both steps rerun
+    result = resumed.fit(table)
+    assert steps[0] == 0
     assert calls[0] == n_batches - 4  # the pass went on after the saved batches
     assert result.best_val_loss == expected.best_val_loss and result.test_loss == expected.test_loss
+    assert result.val_history == expected.val_history and result.history == expected.history
     assert torch.equal(resumed.target_outputs(), reference.target_outputs())
+    assert same_weights(resumed, reference)
     assert not (tmp_path / PASS_FILE).exists()  # removed once the pass was complete
+    assert not torch.load(tmp_path / NPTTrainer.state_file, weights_only=False)["validation_pending"]
+
+
+def same_weights(a: NPTTrainer, b: NPTTrainer) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+
+
+def count_training_steps(monkeypatch) -> list[int]:
+    """Count NPTTrainer.train_step calls."""
+    calls = [0]
+    original = NPTTrainer.train_step
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(NPTTrainer, "train_step", counted)
+    return calls
+
+
+def test_npt_state_saved_before_a_long_validation_pass_resumes_to_the_uninterrupted_run(
+    tmp_path, monkeypatch, save_every_batch
+):
+    """A pending validation in the middle of training (one per epoch): killed in the pass of
+    step 2 and again during step 3, the job ends with the uninterrupted weights and history."""
+    config = NPTConfig(**{**TINY, "eval_every_epochs": 1}, max_steps=4, batch_size=45, p_target=0.5)
+    table = make_table(90)
+    reference = NPTTrainer(table.attributes, config)
+    expected = reference.fit(table)
+    steps_per_epoch = reference.steps_per_epoch
+    n_batches = len(reference.eval_batches(table))
+
+    def stop_at_step(step: int):
+        def callback(at: int, record) -> None:
+            if at == step:
+                raise Killed
+
+        return callback
+
+    with monkeypatch.context() as patch:  # killed in the first epoch's validation pass
+        count_eval_batches(patch, NPTNetwork, "forward_codes", kill_after=1)
+        with pytest.raises(Killed):
+            NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
+    assert torch.load(tmp_path / NPTTrainer.state_file, weights_only=False)["step"] == steps_per_epoch
+    with pytest.raises(Killed):  # resumed, then killed after the next step (its state not saved)
+        NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(
+            table, callback=stop_at_step(steps_per_epoch + 1)
+        )
+    steps = count_training_steps(monkeypatch)
+    resumed = NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path)
+    result = resumed.fit(table)
+    assert n_batches > 1 and steps[0] <= config.max_steps - steps_per_epoch
+    assert result.val_history == expected.val_history and result.history == expected.history
+    assert result.best_step == expected.best_step and result.test_loss == expected.test_loss
+    assert same_weights(resumed, reference)
 
 
 def test_a_saved_pass_of_other_weights_or_rows_is_not_used(tmp_path, monkeypatch, save_every_batch):

@@ -156,6 +156,8 @@ class SavedPass:
     weights and its batch, so the outputs are the uninterrupted pass's, bit for bit. A file under
     another key is left for the pass it belongs to until this pass writes its own; `finish` deletes
     the file once the pass it holds is complete. Passes shorter than `every_s` never write.
+    `before_first_save` runs once, before the first write (a trainer saves the state the pass
+    follows, which a job must restore before its saved batches are of use).
     """
 
     def __init__(
@@ -166,8 +168,10 @@ class SavedPass:
         *,
         every_s: float | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        before_first_save: Callable[[], None] | None = None,
     ):
         self.path = None if directory is None else Path(directory) / PASS_FILE
+        self._before_first_save = before_first_save
         self._key_function = key
         self._key: str | None = None
         self.outputs = outputs
@@ -201,6 +205,9 @@ class SavedPass:
         now = self._clock()
         if self.path is None or now - self._last_save < self.every_s:
             return
+        if self._before_first_save is not None:
+            self._before_first_save()
+            self._before_first_save = None
         state = {"format": PASS_FORMAT, "key": self.key(), "batches_done": done, "outputs": self.outputs.cpu()}
         atomic_torch_save(state, self.path)
         self._holds_file = True
@@ -252,6 +259,9 @@ class ResumableTrainer:
     # give the same outputs, bit for bit.
     _validated_outputs: Tensor | None = None
     _best_validated_outputs: Tensor | None = None
+    # Set by a trainer around a pass whose progress, once worth saving, must come with the
+    # training state it follows (NPT's validation pass after a training step).
+    _before_pass_save: Callable[[], None] | None = None
 
     # --- the trainer's part
     def build_model(self) -> torch.nn.Module:
@@ -338,7 +348,7 @@ class ResumableTrainer:
         def key() -> str:
             return pass_key(model, self.device.type, f"bf16={self.config.bf16_autocast}", *identity())
 
-        return SavedPass(self.checkpoint_dir, key, outputs)
+        return SavedPass(self.checkpoint_dir, key, outputs, before_first_save=self._before_pass_save)
 
     # --- shared
     def state_dict(self) -> dict[str, Any]:

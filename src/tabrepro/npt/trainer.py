@@ -13,6 +13,10 @@ same weights as an uninterrupted run. That rests on three things:
   generator, step, best-so-far weights, loss history) and is written atomically (temp file,
   fsync, os.replace), so a kill mid-write leaves the previous checkpoint intact.
 
+A validation pass long enough to save its progress (`SavedPass`: hours on HIGGS on a CPU) first
+saves the training state it follows, marked `validation_pending`; a job stopped in that pass goes
+on with it (after its saved batches) instead of training again since the last checkpoint.
+
 Evaluation masks every validation and test target (they are zero in `NPTTable.inputs` anyway),
 reveals every training target, and scores the validation rows; model selection keeps the
 weights with the lowest validation target loss.
@@ -116,6 +120,7 @@ class NPTTrainer(ResumableTrainer):
         self.best_step = 0
         self.best_weights: dict[str, Tensor] | None = None
         self.diverged = False
+        self.validation_pending = False  # saved with a checkpoint written before its step's validation
         self.steps_per_epoch = 1
         self._train_rows: Tensor | None = None
         self._plan: _EpochPlan | None = None
@@ -158,6 +163,7 @@ class NPTTrainer(ResumableTrainer):
         self._forget_best()
         self._forget_outputs()
         self.diverged = False
+        self.validation_pending = False
         self._plan = None
         self._eval_batches = self.eval_batches(self.table)
 
@@ -274,9 +280,16 @@ class NPTTrainer(ResumableTrainer):
             return None
         return float(target_loss(outputs[rows], table.labels[rows], self.attributes[-1]))
 
-    def _validate(self) -> None:
+    def _validate(self, save_state_if_long: bool = False) -> None:
+        """Score the validation rows and keep the best weights. `save_state_if_long`: should the
+        pass last long enough to save its progress, save the training state first (pending)."""
         assert self.model is not None
-        outputs = self.target_outputs()
+        self._before_pass_save = self._save_pending_validation if save_state_if_long else None
+        try:
+            outputs = self.target_outputs()
+        finally:
+            self._before_pass_save = None
+        self.validation_pending = False
         self._validated_outputs = outputs
         loss = self.split_loss(outputs, VAL)
         if loss is None:
@@ -286,6 +299,10 @@ class NPTTrainer(ResumableTrainer):
             self.best_loss, self.best_step = loss, self.step
             self._keep_best()
             self._best_validated_outputs = outputs
+
+    def _save_pending_validation(self) -> None:
+        self.validation_pending = True
+        self.save_checkpoint()
 
     def _is_eval_step(self, step: int) -> bool:
         interval = self.config.eval_every_epochs * self.steps_per_epoch
@@ -304,12 +321,14 @@ class NPTTrainer(ResumableTrainer):
         with deterministic_algorithms(cfg.deterministic, self.device):
             self.prepare(table)
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
+            if self.validation_pending:  # stopped in the validation pass of its last step
+                self._validate()
             while self.step < cfg.max_steps and not self.diverged:
                 record = self.train_step()
                 if self.diverged:
                     break
                 if self._is_eval_step(self.step):
-                    self._validate()
+                    self._validate(save_state_if_long=True)
                 every = cfg.checkpoint_every_steps
                 if every and self.checkpoint_dir is not None and self.step % every == 0 and self.step < cfg.max_steps:
                     self.save_checkpoint()
@@ -355,6 +374,7 @@ class NPTTrainer(ResumableTrainer):
             "history": self.history,
             "val_history": self.val_history,
             "diverged": self.diverged,
+            "validation_pending": self.validation_pending,
         }
 
     def _data_fingerprint(self) -> str:
@@ -373,6 +393,7 @@ class NPTTrainer(ResumableTrainer):
         self.history = list(state["history"])
         self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
         self.diverged = bool(state["diverged"])
+        self.validation_pending = bool(state.get("validation_pending", False))  # absent before it existed
         self._plan = None
         return self.step
 
