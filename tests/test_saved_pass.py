@@ -85,7 +85,7 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_p
     assert not torch.load(tmp_path / NPTTrainer.state_file, weights_only=False)["validation_pending"]
 
 
-def same_weights(a: NPTTrainer, b: NPTTrainer) -> bool:
+def same_weights(a: NPTTrainer | BiSHopTrainer, b: NPTTrainer | BiSHopTrainer) -> bool:
     return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
 
 
@@ -188,6 +188,49 @@ def test_bishop_killed_in_its_prediction_pass_resumes_after_the_saved_batches(tm
     assert torch.equal(trainer.outputs(test), expected)
     assert calls[0] == 2
     assert not (tmp_path / PASS_FILE).exists()
+
+
+def test_bishop_killed_in_a_validation_pass_goes_on_with_it_and_ends_as_uninterrupted(
+    tmp_path, monkeypatch, save_every_batch
+):
+    """Checkpoints every 10 epochs, none due: the second epoch's validation pass saved the state
+    of that epoch (training done) before its first batch; killed in that pass, the job trains no
+    epoch again and ends with the uninterrupted weights and history."""
+    data = toy_data(120)
+    train, val, _ = split(data, 60, 40)
+    config = tiny(max_epochs=3, eval_batch_size=8, checkpoint_every_epochs=10)
+    make = lambda: BiSHopTrainer(config, "classification", cardinalities=(3,), n_numerical=3, n_classes=2)  # noqa: E731
+    reference = make()
+    expected = reference.fit(train, val)  # each validation pass: 40 rows, 5 batches
+
+    with monkeypatch.context() as patch:  # passes of epoch 1 (5 batches), then 2 into epoch 2's
+        count_eval_batches(patch, BiSHopNetwork, "forward", kill_after=7)
+        killed = make()
+        killed.checkpoint_dir = tmp_path
+        with pytest.raises(Killed):
+            killed.fit(train, val)
+    state = torch.load(tmp_path / BiSHopTrainer.state_file, weights_only=False)
+    assert state["epoch"] == 2 and state["pending_epoch"]["epoch"] == 2 and len(state["history"]) == 1
+
+    epochs = []
+    calls = count_eval_batches(monkeypatch, BiSHopNetwork, "forward")
+    monkeypatch.setattr(BiSHopTrainer, "train_step", counted(BiSHopTrainer.train_step, epochs))
+    resumed = make()
+    resumed.checkpoint_dir = tmp_path
+    result = resumed.fit(train, val)
+    assert result.resumed_from == 2 and len(epochs) == len(reference._epoch_batches(2))  # epoch 3 only
+    assert calls[0] == (5 - 2) + 5  # epoch 2's pass after its saved batches, then epoch 3's
+    assert result.history == expected.history and result.best_epoch == expected.best_epoch
+    assert same_weights(resumed, reference)
+    assert torch.load(tmp_path / BiSHopTrainer.state_file, weights_only=False)["pending_epoch"] is None
+
+
+def counted(method, calls: list):
+    def wrapper(self, *args, **kwargs):
+        calls.append(1)
+        return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 def test_a_pass_shorter_than_the_save_interval_writes_nothing(tmp_path):

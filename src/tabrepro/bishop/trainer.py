@@ -14,6 +14,11 @@ the same weights as an uninterrupted run. That rests on
   (model, optimiser, scheduler, dropout generator, epoch, best-so-far loss, epoch and weights,
   early-stopping counter, history), written atomically (temp file, fsync, os.replace).
 
+A validation pass long enough to save its progress (`SavedPass`: hours over HIGGS's validation
+rows on a CPU) first saves the state of the epoch it follows, its training done (`pending_epoch`,
+that epoch's record so far); a job stopped in the pass goes on with it, after its saved batches,
+instead of training again since the last checkpoint.
+
 Speed: the optimiser is PyTorch's fused Adam, and `prepare` asks glibc to keep freed memory
 (`tabrepro.nn.session.retain_freed_memory`, process-wide, changes no result): without it a CPU
 step spent ~20 % of its time in page faults re-growing the heap that the previous step returned.
@@ -156,6 +161,7 @@ class BiSHopTrainer(ResumableTrainer):
         self.bad_epochs = 0
         self.stopped_early = False
         self.diverged = False
+        self.pending_epoch: dict[str, float] | None = None  # see the module docstring
         self._forget_outputs()
 
     # ------------------------------------------------------------------ setup
@@ -299,7 +305,7 @@ class BiSHopTrainer(ResumableTrainer):
 
     def train_epoch(self) -> dict[str, float]:
         """One pass over the training rows, then validation, scheduler and early stopping."""
-        assert self.model is not None and self.scheduler is not None
+        assert self.model is not None
         total, count = 0.0, 0
         for rows in self._epoch_batches(self.epoch):
             loss = self.train_step(rows)
@@ -314,9 +320,21 @@ class BiSHopTrainer(ResumableTrainer):
             record["train_loss"] = float("nan")
             self.history.append(record)
             return record
+        return self._end_epoch(record, save_state_if_long=True)
+
+    def _end_epoch(self, record: dict[str, float], save_state_if_long: bool = False) -> dict[str, float]:
+        """Validation, scheduler and early stopping after the epoch's training (`record`).
+        `save_state_if_long`: should the validation pass last long enough to save its progress,
+        save the training state first, with this epoch pending."""
+        assert self.scheduler is not None
         monitored = record["train_loss"]
         if self.val_data is not None:
-            self._validated_outputs = self.outputs(self.val_data)
+            self._before_pass_save = (lambda: self._save_pending_epoch(record)) if save_state_if_long else None
+            try:
+                self._validated_outputs = self.outputs(self.val_data)
+            finally:
+                self._before_pass_save = None
+            self.pending_epoch = None
             val_loss = self.mean_loss(self.val_data, self._validated_outputs)
             record["val_loss"] = val_loss
             monitored = val_loss
@@ -335,6 +353,10 @@ class BiSHopTrainer(ResumableTrainer):
             self.scheduler.step(monitored)
         self.history.append(record)
         return record
+
+    def _save_pending_epoch(self, record: dict[str, float]) -> None:
+        self.pending_epoch = dict(record)
+        self.save_checkpoint()
 
     def _finished(self) -> bool:
         return self.epoch >= self.config.max_epochs or self.stopped_early or self.diverged
@@ -357,16 +379,10 @@ class BiSHopTrainer(ResumableTrainer):
         with deterministic_algorithms(cfg.deterministic, self.device):
             self.prepare(train, val)
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
+            if self.pending_epoch is not None:  # stopped in the validation pass of that epoch
+                self._after_epoch(self._end_epoch(self.pending_epoch), callback)
             while not self._finished():
-                record = self.train_epoch()
-                if (
-                    self.checkpoint_dir is not None
-                    and not self._finished()
-                    and self.epoch % cfg.checkpoint_every_epochs == 0
-                ):
-                    self.save_checkpoint()
-                if callback is not None:
-                    callback(self.epoch, record)
+                self._after_epoch(self.train_epoch(), callback)
             self._finish()
         return BiSHopFitResult(
             epochs=self.epoch,
@@ -378,6 +394,16 @@ class BiSHopTrainer(ResumableTrainer):
             resumed_from=resumed_from,
             checkpoint_dir=self.checkpoint_dir,
         )
+
+    def _after_epoch(self, record: dict[str, float], callback: Callable[[int, dict[str, float]], None] | None) -> None:
+        if (
+            self.checkpoint_dir is not None
+            and not self._finished()
+            and self.epoch % self.config.checkpoint_every_epochs == 0
+        ):
+            self.save_checkpoint()
+        if callback is not None:
+            callback(self.epoch, record)
 
     def _finish(self) -> None:
         """Persist the final state, then keep the selected weights (best validation epoch)."""
@@ -416,6 +442,7 @@ class BiSHopTrainer(ResumableTrainer):
             "stopped_early": self.stopped_early,
             "diverged": self.diverged,
             "history": self.history,
+            "pending_epoch": self.pending_epoch,
         }
 
     def _check_data_state(self, path: Path, state: dict[str, Any]) -> None:
@@ -436,6 +463,8 @@ class BiSHopTrainer(ResumableTrainer):
         self.stopped_early = bool(state["stopped_early"])
         self.diverged = bool(state["diverged"])
         self.history = [dict(r) for r in state["history"]]
+        pending = state.get("pending_epoch")  # absent before it existed
+        self.pending_epoch = None if pending is None else dict(pending)
         return self.epoch
 
     # ------------------------------------------------------------------ weights-only artefacts
