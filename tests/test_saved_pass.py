@@ -102,12 +102,16 @@ def count_training_steps(monkeypatch) -> list[int]:
     return calls
 
 
+@pytest.mark.parametrize("every", [None, 2])
 def test_npt_state_saved_before_a_long_validation_pass_resumes_to_the_uninterrupted_run(
-    tmp_path, monkeypatch, save_every_batch
+    tmp_path, monkeypatch, save_every_batch, every
 ):
     """A pending validation in the middle of training (one per epoch): killed in the pass of
-    step 2 and again during step 3, the job ends with the uninterrupted weights and history."""
-    config = NPTConfig(**{**TINY, "eval_every_epochs": 1}, max_steps=4, batch_size=45, p_target=0.5)
+    step 2 and again during step 3, the job ends with the uninterrupted weights and history. With
+    a checkpoint due at step 2, the resumed validation is followed by it, and not run again."""
+    config = NPTConfig(
+        **{**TINY, "eval_every_epochs": 1}, max_steps=4, batch_size=45, p_target=0.5, checkpoint_every_steps=every
+    )
     table = make_table(90)
     reference = NPTTrainer(table.attributes, config)
     expected = reference.fit(table)
@@ -131,9 +135,11 @@ def test_npt_state_saved_before_a_long_validation_pass_resumes_to_the_uninterrup
             table, callback=stop_at_step(steps_per_epoch + 1)
         )
     steps = count_training_steps(monkeypatch)
+    calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
     resumed = NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path)
     result = resumed.fit(table)
-    assert n_batches > 1 and steps[0] <= config.max_steps - steps_per_epoch
+    assert n_batches > 1 and steps[0] == config.max_steps - steps_per_epoch
+    assert calls[0] == (2 if every is None else 1) * n_batches  # step 2's validation again, or not
     assert result.val_history == expected.val_history and result.history == expected.history
     assert result.best_step == expected.best_step and result.test_loss == expected.test_loss
     assert same_weights(resumed, reference)

@@ -323,15 +323,14 @@ class NPTTrainer(ResumableTrainer):
             resumed_from = self.load_checkpoint() if resume and self.checkpoint_dir else None
             if self.validation_pending:  # stopped in the validation pass of its last step
                 self._validate()
+                self._checkpoint_if_due()
             while self.step < cfg.max_steps and not self.diverged:
                 record = self.train_step()
                 if self.diverged:
                     break
                 if self._is_eval_step(self.step):
                     self._validate(save_state_if_long=True)
-                every = cfg.checkpoint_every_steps
-                if every and self.checkpoint_dir is not None and self.step % every == 0 and self.step < cfg.max_steps:
-                    self.save_checkpoint()
+                self._checkpoint_if_due()
                 if callback is not None:
                     callback(self.step, record)
             self._finish()
@@ -347,6 +346,11 @@ class NPTTrainer(ResumableTrainer):
             checkpoint_dir=self.checkpoint_dir,
             test_loss=test_loss,
         )
+
+    def _checkpoint_if_due(self) -> None:
+        every = self.config.checkpoint_every_steps
+        if every and self.checkpoint_dir is not None and self.step % every == 0 and self.step < self.config.max_steps:
+            self.save_checkpoint()
 
     def _finish(self) -> None:
         """Load the selected weights (the last ones without validation rows, or when training
