@@ -72,7 +72,7 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_p
     assert state["step"] == 2 and state["validation_pending"] and state["val_history"] == []
 
     calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
-    steps = count_training_steps(monkeypatch)
+    steps = count_training_steps(monkeypatch, NPTTrainer)
     resumed = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
     result = resumed.fit(table)
     assert steps[0] == 0
@@ -89,16 +89,16 @@ def same_weights(a: NPTTrainer | BiSHopTrainer, b: NPTTrainer | BiSHopTrainer) -
     return all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
 
 
-def count_training_steps(monkeypatch) -> list[int]:
-    """Count NPTTrainer.train_step calls."""
+def count_training_steps(monkeypatch, trainer: type) -> list[int]:
+    """Count the trainer's train_step calls (a one-element counter)."""
     calls = [0]
-    original = NPTTrainer.train_step
+    original = trainer.train_step
 
     def counted(self, *args, **kwargs):
         calls[0] += 1
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(NPTTrainer, "train_step", counted)
+    monkeypatch.setattr(trainer, "train_step", counted)
     return calls
 
 
@@ -134,7 +134,7 @@ def test_npt_state_saved_before_a_long_validation_pass_resumes_to_the_uninterrup
         NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(
             table, callback=stop_at_step(steps_per_epoch + 1)
         )
-    steps = count_training_steps(monkeypatch)
+    steps = count_training_steps(monkeypatch, NPTTrainer)
     calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
     resumed = NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path)
     result = resumed.fit(table)
@@ -218,25 +218,16 @@ def test_bishop_killed_in_a_validation_pass_goes_on_with_it_and_ends_as_uninterr
     state = torch.load(tmp_path / BiSHopTrainer.state_file, weights_only=False)
     assert state["epoch"] == 2 and state["pending_epoch"]["epoch"] == 2 and len(state["history"]) == 1
 
-    epochs = []
     calls = count_eval_batches(monkeypatch, BiSHopNetwork, "forward")
-    monkeypatch.setattr(BiSHopTrainer, "train_step", counted(BiSHopTrainer.train_step, epochs))
+    steps = count_training_steps(monkeypatch, BiSHopTrainer)
     resumed = make()
     resumed.checkpoint_dir = tmp_path
     result = resumed.fit(train, val)
-    assert result.resumed_from == 2 and len(epochs) == len(reference._epoch_batches(2))  # epoch 3 only
+    assert result.resumed_from == 2 and steps[0] == len(reference._epoch_batches(2))  # epoch 3 only
     assert calls[0] == (5 - 2) + 5  # epoch 2's pass after its saved batches, then epoch 3's
     assert result.history == expected.history and result.best_epoch == expected.best_epoch
     assert same_weights(resumed, reference)
     assert torch.load(tmp_path / BiSHopTrainer.state_file, weights_only=False)["pending_epoch"] is None
-
-
-def counted(method, calls: list):
-    def wrapper(self, *args, **kwargs):
-        calls.append(1)
-        return method(self, *args, **kwargs)
-
-    return wrapper
 
 
 def test_a_pass_shorter_than_the_save_interval_writes_nothing(tmp_path):
