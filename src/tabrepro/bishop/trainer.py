@@ -329,11 +329,9 @@ class BiSHopTrainer(ResumableTrainer):
         assert self.scheduler is not None
         monitored = record["train_loss"]
         if self.val_data is not None:
-            self._before_pass_save = (lambda: self._save_pending_epoch(record)) if save_state_if_long else None
-            try:
+            save = (lambda: self._save_pending_epoch(record)) if save_state_if_long else None
+            with self._state_saved_before_long_pass(save):
                 self._validated_outputs = self.outputs(self.val_data)
-            finally:
-                self._before_pass_save = None
             self.pending_epoch = None
             val_loss = self.mean_loss(self.val_data, self._validated_outputs)
             record["val_loss"] = val_loss

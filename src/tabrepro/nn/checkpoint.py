@@ -10,10 +10,11 @@ pickled classes, so renaming a class never makes an old checkpoint unreadable.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -338,6 +339,16 @@ class ResumableTrainer:
                 path.unlink(missing_ok=True)
 
     # --- long prediction passes
+    @contextlib.contextmanager
+    def _state_saved_before_long_pass(self, save: Callable[[], None] | None) -> Iterator[None]:
+        """Within: a pass that comes to save its progress first calls `save` (the trainer saves
+        the training state the pass follows, marked pending); None: nothing is saved first."""
+        self._before_pass_save = save
+        try:
+            yield
+        finally:
+            self._before_pass_save = None
+
     def _saved_pass(self, outputs: Tensor, identity: Callable[[], PassIdentity]) -> SavedPass:
         """A SavedPass in the checkpoint directory (none without one) for `outputs` of the current
         weights on what `identity()` names (rows, batches); the device and bf16 setting join the

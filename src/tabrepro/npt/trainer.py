@@ -284,11 +284,8 @@ class NPTTrainer(ResumableTrainer):
         """Score the validation rows and keep the best weights. `save_state_if_long`: should the
         pass last long enough to save its progress, save the training state first (pending)."""
         assert self.model is not None
-        self._before_pass_save = self._save_pending_validation if save_state_if_long else None
-        try:
+        with self._state_saved_before_long_pass(self._save_pending_validation if save_state_if_long else None):
             outputs = self.target_outputs()
-        finally:
-            self._before_pass_save = None
         self.validation_pending = False
         self._validated_outputs = outputs
         loss = self.split_loss(outputs, VAL)
