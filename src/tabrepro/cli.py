@@ -43,6 +43,7 @@ import traceback
 from pathlib import Path
 
 from tabrepro import __version__
+from tabrepro.allocator import keep_freed_memory
 from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 from tabrepro.errors import InputError
 
@@ -745,6 +746,7 @@ def one_line(error: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    keep_freed_memory()  # training loops reallocate the same tensors every step (see allocator)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
