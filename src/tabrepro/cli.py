@@ -43,9 +43,9 @@ import traceback
 from pathlib import Path
 
 from tabrepro import __version__
-from tabrepro.allocator import keep_freed_memory
 from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 from tabrepro.errors import InputError
+from tabrepro.nn.session import retain_freed_memory
 
 
 def _params(args: argparse.Namespace) -> Params:
@@ -746,7 +746,7 @@ def one_line(error: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    keep_freed_memory()  # training loops reallocate the same tensors every step (see allocator)
+    retain_freed_memory()  # training loops reallocate the same tensors every step (see there)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         args.func(args)
