@@ -524,6 +524,34 @@ def test_a_stopped_stage_goes_on_from_its_checkpoint_and_sums_its_parts(tmp_path
     assert json.loads((tmp_path / "run.json").read_text())["records"][0]["parts"] == []
 
 
+def test_a_carried_checkpoint_lets_another_machine_go_on(tmp_path, capsys):
+    """--carry keeps the stopped job's files beside the record; a resume on a machine without the
+    work directory copies them back before the stage runs, so the job goes on from them."""
+    import shutil
+
+    from tabrepro.scale import bench as bench_module
+
+    carry = ["--carry", str(tmp_path / "carry")]
+    calls: list[str] = []
+    first, state = _scripted_bench(
+        tmp_path, _bench_args(tmp_path) + carry, {"poker_hand.npt.train-config": "timeout"}, calls
+    )
+    first.train_stages("poker_hand", 1000, "npt")
+    first.save()
+    carried = tmp_path / "carry" / state.relative_to(first.work)
+    assert carried.read_bytes() == b"a checkpoint"
+
+    shutil.rmtree(first.work)  # the next part runs on another machine: only the repository travels
+    calls.clear()
+    second, _ = _scripted_bench(tmp_path, _bench_args(tmp_path, resume=True) + carry, {}, calls)
+    assert "1 saved file(s)" in capsys.readouterr().out
+    second.train_stages("poker_hand", 1000, "npt")
+    assert calls[0] == "poker_hand.npt.train-config (checkpoint there)"
+
+    assert bench_module.main(_bench_args(tmp_path)[:-2] + carry) == 2  # --carry without --json
+    assert "--carry needs --json" in capsys.readouterr().err
+
+
 def test_resume_refuses_a_run_of_other_settings_in_one_line(tmp_path, capsys):
     from tabrepro.scale import bench
 

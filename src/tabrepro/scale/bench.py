@@ -27,6 +27,9 @@ it) goes on from the job's own checkpoints (a training state, a prediction pass'
 instead of starting afresh, and its record sums the parts' wall times, keeps their largest peak
 and lists each part's commit and CPU. The sum slightly overstates one uninterrupted run: each part
 starts a process and reloads the table, and work done after the job's last save is redone.
+Where the next part may run on another machine that shares only the repository, `--carry DIR`
+keeps a copy of the jobs' saved progress in DIR to commit, and copies it back on --resume
+(tabrepro.scale.carry; files above its size limit, such as NPT-Base's training state, stay behind).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from tabrepro.data.standin import ALLOW_ENV, read_marker
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import RunLayout
+from tabrepro.scale import carry
 from tabrepro.scale.measure import Progress, StageResult, run_measured
 from tabrepro.scale.standins import MIN_ROWS, STANDIN_DATASETS
 
@@ -175,6 +179,8 @@ class Bench:
         self.resuming: bool = getattr(args, "resume", False)
         self.first_machine: dict[str, Any] = self.machine  # where the run began (the resumed file's)
         self.resumed: list[dict[str, Any]] = []  # the machine of each later part of the run
+        self.carry_dir: Path | None = getattr(args, "carry", None)
+        self.carried = carry.Carried()  # what the last save() put in (or left out of) carry_dir
         self.env = {
             **os.environ,
             "PYTHONPATH": _own_package_first(os.environ.get("PYTHONPATH")),
@@ -421,6 +427,9 @@ class Bench:
             self._load_earlier_run()
         self.work.mkdir(parents=True, exist_ok=True)
         atomic_write(self.params_path, yaml.safe_dump(raw, sort_keys=False))
+        if self.resuming and self.carry_dir is not None:
+            restored = carry.restore(self.carry_dir, self.work)
+            print(f"--carry: {len(restored)} saved file(s) of the stopped stages copied in from {self.carry_dir}")
 
     def _load_earlier_run(self) -> None:
         path = self.args.json
@@ -460,9 +469,14 @@ class Bench:
             for model in self.args.models:
                 self.train_stages(dataset, rows, model)
 
+    def _job_dirs(self) -> list[Path]:
+        return [self.layout.job_dir.path(Job(PAPER, d, m, 0)) for d in self.args.datasets for m in self.args.models]
+
     def save(self) -> None:
         if self.args.json is None:
             return
+        if self.carry_dir is not None:  # before the record that names the progress it holds
+            self.carried = carry.mirror(self.work, self._job_dirs(), self.carry_dir)
         payload = {
             **self._header(),
             "machine": self.first_machine,
@@ -642,6 +656,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="go on with the run the --json file records: keep its finished stages, continue a stopped "
         "train stage from its job's checkpoints (its parts' times are summed)",
     )
+    parser.add_argument(
+        "--carry",
+        type=Path,
+        metavar="DIR",
+        help="keep a copy of the jobs' saved progress (files up to "
+        f"{carry.MAX_FILE_MB:.0f} MB) in DIR, to commit when the next part may run on another machine; "
+        "--resume copies it back first (needs --json)",
+    )
     return parser
 
 
@@ -649,6 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 < args.rows_scale <= 1:
         print(f"tabrepro.scale.bench: error: --rows-scale must be in (0, 1], got {args.rows_scale}", file=sys.stderr)
+        return 2
+    if args.carry is not None and args.json is None:
+        print("tabrepro.scale.bench: error: --carry needs --json (the run it belongs to)", file=sys.stderr)
         return 2
     unused = sorted({f"{model}.{name}" for model, name, _ in args.set if model not in args.models})
     if unused:
@@ -668,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
         bench.save()
         print()
         print(format_table(bench.records))
+        if bench.carry_dir is not None and bench.carried.too_large:
+            print(f"--carry: not copied (over {carry.MAX_FILE_MB:.0f} MB): {', '.join(bench.carried.too_large)}")
     return 0
 
 
