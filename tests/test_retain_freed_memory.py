@@ -64,3 +64,26 @@ def test_cli_applies_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "retain_freed_memory", lambda: applied.append(True) or True)
     assert cli.main(["list", "profiles"]) == 0
     assert applied == [True]
+
+
+@pytest.mark.parametrize("command", ["fetch", "prepare", "split"])
+def test_not_for_one_pass_over_a_table(monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    import argparse
+
+    from tabrepro import cli
+
+    subcommands = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert command in subcommands.choices and command in cli.TABLE_COMMANDS
+    applied: list[bool] = []
+    monkeypatch.setattr(cli, "retain_freed_memory", lambda: applied.append(True) or True)
+    monkeypatch.setattr(cli, "build_parser", lambda: _parser_of(command))
+    cli.main([])
+    assert applied == []
+
+
+def _parser_of(command: str):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.set_defaults(command=command, func=lambda args: None)
+    return parser
