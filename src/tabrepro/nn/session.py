@@ -130,10 +130,10 @@ def retain_freed_memory(trim_threshold: int = 1 << 30, mmap_threshold: int = 64 
     took ~62,000 minor page faults (~250 MB of freshly zeroed pages), ~20 % of the step time;
     NPT's quick breast-cancer job 2.6-4.2 M page faults and 5-8 s of kernel time in 58 s (0.16 M
     and 50 s with the heap kept; `tabrepro` applies this in every command but its one-pass table
-    commands, `cli.TABLE_COMMANDS`). Process-wide and
-    permanent, changes no result; the process keeps up to its trim threshold plus top pad of freed
-    memory. Returns True if the setting was applied (Linux/glibc), False elsewhere or when the
-    user set glibc's own `MALLOC_*_` variables. Idempotent.
+    commands, `cli.TABLE_COMMANDS`). Process-wide and permanent, changes no result; the process
+    keeps up to its trim threshold plus top pad of freed memory. Returns True if the setting was
+    applied (Linux/glibc), False elsewhere or when the user set glibc's own `MALLOC_*_` variables.
+    Idempotent.
     """
     global _malloc_tuned
     if _malloc_tuned:
