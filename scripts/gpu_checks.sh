@@ -14,9 +14,10 @@
 # 3) and PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g. "--datasets digits").
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
-# Measured (docs/gpu/2026-11-26-h200, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
+# Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
 # per round (each run a fresh process that initialises CUDA; 286 s for 3 rounds on an H100);
-# precision per fit: breast cancer NPT 54-62 s (1,000 steps), BiSHop 27-45 s; digits BiSHop 105 s.
+# precision per fit: breast cancer NPT 54-84 s (1,000 steps), BiSHop 27-45 s; digits NPT 124-145 s,
+# BiSHop 105 s.
 # All three do not fit one 10-minute call: split them by STAGES.
 set -u
 out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
