@@ -524,6 +524,29 @@ def test_a_stopped_stage_goes_on_from_its_checkpoint_and_sums_its_parts(tmp_path
     assert json.loads((tmp_path / "run.json").read_text())["records"][0]["parts"] == []
 
 
+def test_each_part_names_the_machine_that_measured_it(tmp_path):
+    """A stage first run in a resumed invocation (the run began elsewhere, with other stages) is
+    that invocation's part, not the run's first machine's, when a later part goes on with it."""
+    calls: list[str] = []
+    first, _ = _scripted_bench(tmp_path, _bench_args(tmp_path), {}, calls)
+    first.machine = first.first_machine = {**first.machine, "commit": "aaa"}
+    first.train_stages("poker_hand", 1000, "xgboost")
+    first.save()
+    second, _ = _scripted_bench(
+        tmp_path, _bench_args(tmp_path, resume=True), {"poker_hand.npt.train-config": "timeout"}, calls
+    )
+    second.machine = {**second.machine, "commit": "bbb"}
+    second.train_stages("poker_hand", 1000, "npt")
+    second.save()
+    third, _ = _scripted_bench(tmp_path, _bench_args(tmp_path, resume=True), {}, calls)
+    third.machine = {**third.machine, "commit": "ccc"}
+    third.train_stages("poker_hand", 1000, "npt")
+    saved = json.loads((tmp_path / "run.json").read_text())
+    training = next(r for r in saved["records"] if (r["stage"], r["model"]) == ("train-config", "npt"))
+    assert [(p["commit"], p["status"]) for p in training["parts"]] == [("bbb", "timeout"), ("ccc", "ok")]
+    assert training["measured_on"]["commit"] == "ccc" and saved["machine"]["commit"] == "aaa"
+
+
 def test_a_carried_checkpoint_lets_another_machine_go_on(tmp_path, capsys):
     """--carry keeps the stopped job's files beside the record; a resume on a machine without the
     work directory copies them back before the stage runs, so the job goes on from them."""

@@ -149,6 +149,9 @@ class Record:
     error: str = ""
     table: dict[str, Any] = field(default_factory=dict)  # the prepared table's shape (see table_facts)
     parts: list[dict[str, Any]] = field(default_factory=list)  # a resumed stage's parts (see _merged)
+    # commit, CPU and ISA of the invocation that measured it (its last part): a stage first run in
+    # a resumed invocation is not the run's first machine's when a later part goes on with it
+    measured_on: dict[str, Any] = field(default_factory=dict)
 
 
 def _own_package_first(pythonpath: str | None) -> str:
@@ -230,6 +233,7 @@ class Bench:
 
         def progress(wall_s: float, tree_peak_mb: float) -> None:  # from the sampler, while we wait
             running = Record(dataset, DATASETS[dataset], rows, stage, model, "running", wall_s, 0.0, tree_peak_mb)
+            running.measured_on = self._where()
             self._put(self._merged(running, going_on))
             self.save()
 
@@ -264,6 +268,7 @@ class Bench:
                 self.layout.split_manifest.path(paper=PAPER, dataset=dataset),
             ),
         )
+        record.measured_on = self._where()
         if model is not None and not record.job.get("config"):  # stopped early: what it was running
             record.job.update(
                 {
@@ -311,6 +316,10 @@ class Bench:
         earlier = self._earlier(dataset, stage, model)
         return earlier is not None and earlier.status in ("ok", "reused")
 
+    def _where(self) -> dict[str, Any]:
+        """What a part names of the machine that measured it."""
+        return {key: self.machine.get(key) for key in ("commit", "cpu", "isa")}
+
     def _part(self, record: Record, machine: dict[str, Any]) -> dict[str, Any]:
         return {
             "status": record.status,
@@ -327,7 +336,8 @@ class Bench:
         peaks, and the parts listed; unchanged when nothing is being continued."""
         if going_on is None:
             return record
-        parts = going_on.parts or [self._part(going_on, self.first_machine)]
+        # a record of before `measured_on` was recorded: the run's first machine, as it was assumed
+        parts = going_on.parts or [self._part(going_on, going_on.measured_on or self.first_machine)]
         parts = [*parts, self._part(record, self.machine)]
         return Record(
             **{
