@@ -9,9 +9,14 @@
 # writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
 # the next. Exit status: the number of stages that failed.
 #
-# Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"), each
-# stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT), ROUNDS (versus, default
-# 3) and PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g. "--datasets digits").
+# Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `jobs` is
+# opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT, JOBS_LIMIT),
+# ROUNDS (versus, default 3), PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g.
+# "--datasets digits") and DATA_MIRROR (stage jobs: a directory laid out like ../shared/datasets).
+# Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
+# commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
+# measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). It needs jsonschema,
+# pytorch-tabnet and rtdl_revisiting_models, which the lent machines' image lacks: carry their wheels.
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
 # Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
@@ -51,5 +56,12 @@ if [[ $stages == *" precision "* ]]; then
   # shellcheck disable=SC2086  # PRECISION_ARGS is a list of options
   stage precision "${PRECISION_LIMIT:-500}" "$python" -m tabrepro.precision --device cuda ${PRECISION_ARGS:-} \
     --json "$out/precision-cuda.json"
+fi
+if [[ $stages == *" jobs "* ]]; then
+  work=$(mktemp -d)
+  stage jobs "${JOBS_LIMIT:-420}" env TABREPRO_DATA_DIR="$work/data" TABREPRO_RESULTS_DIR="$work/results" \
+    "$python" scripts/run_jobs.py --profile gpu_calibration \
+    --mirror "${DATA_MIRROR:?DATA_MIRROR: the datasets for stage jobs}" --log "$work/logs" --job-limit 150
+  (cd "$work" && find results -name metrics.json | tar -czf "$out/jobs-results.tar.gz" -T - && tar -czf "$out/jobs-logs.tar.gz" logs)
 fi
 exit "$failed"

@@ -388,3 +388,18 @@ def test_a_profile_cannot_select_another_papers_extension():
 
     with pytest.raises(ParamsError, match=r"profiles\.quick\.papers\.bishop\.models\[0\]: unknown model 'npt_isab'"):
         params_with(mutate, profile="quick")
+
+
+def test_a_profile_may_not_run_a_model_its_datasets_search_space_lacks():
+    """The isab profile's extension on Protein, whose NPT-Base space has no npt_isab entry: its jobs
+    would be listed and scheduled, then fail at start. Caught when params.yaml is read."""
+
+    def mutate(raw):
+        raw["profiles"]["isab"]["papers"]["npt"]["datasets"] = ["breast_cancer", "protein"]
+
+    with pytest.raises(
+        ParamsError,
+        match=r"profiles\.isab\.papers\.npt: runs 'npt_isab' on 'protein', whose search space 'npt_protein' "
+        r"has no entry for it",
+    ):
+        params_with(mutate)

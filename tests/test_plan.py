@@ -238,6 +238,64 @@ def test_families_without_measurements_keep_their_priors():
     assert set(calibration.n_jobs.values()) == {0}
 
 
+def _gpu_jobs(tflops: float, overhead_ms: float, n: int = 12) -> list[MeasuredJob]:
+    """NPT jobs of varied sizes whose GPU time is exactly their flops at `tflops` plus
+    `overhead_ms` per step (and the CPU priors' start-up and loading)."""
+    rng = np.random.default_rng(1)
+    jobs = []
+    for i in range(n):
+        shape = _shape(int(rng.integers(500, 50_000)), int(rng.integers(5, 60)))
+        config = {
+            "embed_dim": int(rng.choice([16, 64, 128])),
+            "batch_size": 1024,
+            "max_steps": int(rng.integers(50, 2000)),
+        }
+        work = job_terms("npt", "train_config", [config], shape)
+        t = work.terms
+        wall = (
+            RUNTIME_PRIORS["npt"]["start"] * t["start"]
+            + RUNTIME_PRIORS["npt"]["load"] * t["load"]
+            + t["flops"] * 1e9 / (tflops * 1e12)
+            + t["steps"] * overhead_ms
+        )
+        jobs.append(MeasuredJob(f"npt/d{i}/npt/fold0", "npt", t, work.memory, wall, 900.0, "test", gpu=True))
+    return jobs
+
+
+def test_gpu_jobs_calibrate_the_gpu_weights_and_leave_the_cpu_ones_alone():
+    measured = _gpu_jobs(tflops=25.0, overhead_ms=3.0)
+    calibration = calibrate(measured)
+    assert calibration.runtime == calibrate([]).runtime  # no GPU job enters the CPU calibration
+    assert calibration.memory == calibrate([]).memory
+    assert calibration.n_gpu_jobs["npt"] == len(measured) and calibration.n_gpu_jobs["bishop"] == 0
+    model = CostModel(calibration)
+    ratios = [model.gpu_seconds("npt", j.terms) / j.wall_s for j in measured]
+    assert max(abs(np.log(ratios))) < 0.1
+    assert 1 / (calibration.gpu_runtime["npt"]["flops"] * 1e3) == pytest.approx(25.0, rel=0.15)
+    # a family no GPU job measured keeps the assumed rate and overhead
+    assumed = calibrate([]).gpu_runtime["bishop"]
+    assert calibration.gpu_runtime["bishop"] == assumed
+    assert assumed["flops"] == pytest.approx(1 / (model.gpu.tflops * 1e3))
+    assert assumed["steps"] == pytest.approx(model.gpu.step_overhead_ms)
+    report = compare(measured, model.gpu)
+    assert "npt (GPU)" in report and "(GPU) | test |" in report
+
+
+def test_jobs_that_used_a_gpu_are_read_as_gpu_jobs(tmp_path):
+    params = Params.from_file(PARAMS, profile="quick")
+    _write_metrics(
+        tmp_path / "run", params, Job("npt", "breast_cancer", "tabnet", 0), gpu={"used": True, "name": "H100"}
+    )
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "mlp", 0), gpu={"used": False})
+    facts = DatasetFacts(
+        [],
+        None,
+        extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30, "n_classes": 2, "n_fixed_test_rows": 0}},
+    )
+    jobs = {j.label: j.gpu for j in load_measured([tmp_path / "run"], [], PARAMS, facts)}
+    assert jobs == {"npt/breast_cancer/tabnet/fold0": True, "npt/breast_cancer/mlp/fold0": False}
+
+
 def test_jobs_stopped_at_a_time_limit_count_for_memory_only():
     shape = _shape(10_000)
     work = job_terms("npt", "train_config", [{"batch_size": 1024}], shape)
@@ -268,7 +326,7 @@ def test_random_forest_memory_grows_with_its_trees():
 # measured jobs
 
 
-def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None = None) -> Path:
+def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None = None, gpu: dict | None = None) -> Path:
     path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / "metrics.json"
     path.parent.mkdir(parents=True)
     path.write_text(
@@ -285,6 +343,7 @@ def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None =
                 "wall_time_s": 12.5,
                 "peak_memory_mb": 300.0,
                 "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0},
+                "provenance": {"gpu": gpu},
             }
         )
     )

@@ -252,8 +252,29 @@ class Params:
                                 f"{where}.models[{i}]",
                                 f"{name!r} is also listed in profiles.{profile}.not_run; keep one",
                             )
+        self._check_search_space_entries()
         self._check_batching()
         self._check_hyperparameters(sources)
+
+    def _check_search_space_entries(self) -> None:
+        """Every model a profile runs on a dataset has an entry in that dataset's search space
+        (else its jobs would be listed, and scheduled, only to fail when they start)."""
+        for profile, pcfg in self.raw["profiles"].items():
+            for paper, sel in pcfg["papers"].items():
+                cfg = self.raw["papers"][paper]
+                datasets = list(cfg["datasets"]) if sel["datasets"] == "all" else sel["datasets"]
+                models = self.all_models(paper) if sel["models"] == "all" else sel["models"]
+                not_run = pcfg.get("not_run") or {}
+                for dataset in datasets:
+                    space = cfg["datasets"][dataset]["search_space"]
+                    entries = resolve_extends(self.raw["search_spaces"], space, self.source)
+                    for model in models:
+                        runs = model in (cfg.get("extensions") or {}) or self._runs_on(cfg, model, dataset)
+                        if runs and model not in entries and model not in not_run:
+                            self._fail(
+                                f"profiles.{profile}.papers.{paper}",
+                                f"runs {model!r} on {dataset!r}, whose search space {space!r} has no entry for it",
+                            )
 
     def _check_batching(self) -> None:
         """`configs_per_job` may name only models that train one job per configuration, and
@@ -449,7 +470,10 @@ class Params:
 
     def runs_on(self, paper: str, model: str, dataset: str) -> bool:
         """Main methods run on every dataset; an ablation-only model on its tables' group only."""
-        cfg = self.paper(paper)
+        return self._runs_on(self.paper(paper), model, dataset)
+
+    @staticmethod
+    def _runs_on(cfg: dict, model: str, dataset: str) -> bool:
         if model in cfg["models"]:
             return True
         group = cfg["datasets"][dataset].get("group")

@@ -17,10 +17,12 @@ sensible weight instead of collapsing to zero. Peak memory is calibrated the sam
 memory terms (the table as loaded and encoded, and model state such as random-forest trees or
 NPT's attention matrices).
 
-Networks (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are GPU jobs in the paper profile. No GPU
-run was measured here, so their GPU time is their floating-point work divided by an *assumed*
-sustained GPU rate, plus an assumed per-step overhead (`GpuAssumptions`); their CPU calibration
-(measured) is reported beside it.
+Networks (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are GPU jobs in the paper profile. Their
+GPU time has the same terms with GPU weights: seconds per GFLOP (a sustained rate) and per step
+(launches, optimiser, Python), calibrated on the jobs measured on a GPU (a metrics.json whose
+provenance names a GPU the job used) and pulled toward `GpuAssumptions` (an assumed rate and
+overhead), which stand alone for a family no GPU job measured; their start-up and loading weights
+start from the CPU calibration's. GPU jobs never enter the CPU calibration.
 
 Early stopping makes epochs unknown in advance: the estimate assumes training stops after
 `EARLY_STOP_PATIENCES` x patience epochs (capped by max_epochs); a job's resource *bound* (what
@@ -77,7 +79,8 @@ class TableShape:
 
 @dataclass(frozen=True)
 class GpuAssumptions:
-    """Assumed sustained throughput of one GPU for these models (no GPU run was measured here)."""
+    """Assumed sustained throughput of one GPU for these models: the GPU calibration's priors, and
+    its whole estimate for a family no GPU job measured."""
 
     tflops: float = 10.0  # fp32 dense training on a data-centre GPU, well below its peak
     step_overhead_ms: float = 4.0  # kernel launches, optimiser and Python per training step
@@ -487,6 +490,7 @@ class MeasuredJob:
     wall_s: float | None  # None: stopped at a time limit (its memory still counts; its time does not)
     peak_mb: float
     origin: str  # which run it comes from
+    gpu: bool = False  # computed on a GPU: calibrates the GPU weights, never the CPU ones
 
 
 @dataclass
@@ -496,6 +500,8 @@ class Calibration:
     runtime: dict[str, dict[str, float]] = field(default_factory=dict)
     memory: dict[str, dict[str, float]] = field(default_factory=dict)
     n_jobs: dict[str, int] = field(default_factory=dict)
+    gpu_runtime: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU families only
+    n_gpu_jobs: dict[str, int] = field(default_factory=dict)
 
 
 def _fit_log(
@@ -526,11 +532,13 @@ def _fit_log(
     return np.exp(solution.x)
 
 
-def calibrate(measured: Iterable[MeasuredJob]) -> Calibration:
-    """Fit every family's runtime and memory weights to its measured jobs (priors where none)."""
+def calibrate(measured: Iterable[MeasuredJob], gpu: GpuAssumptions | None = None) -> Calibration:
+    """Fit every family's runtime and memory weights to its measured CPU jobs, and the GPU
+    families' GPU weights to their measured GPU jobs (priors where none)."""
     by_family: dict[str, list[MeasuredJob]] = {}
+    on_gpu: dict[str, list[MeasuredJob]] = {}
     for job in measured:
-        by_family.setdefault(job.family, []).append(job)
+        (on_gpu if job.gpu else by_family).setdefault(job.family, []).append(job)
     calibration = Calibration()
     for family, prior in RUNTIME_PRIORS.items():
         jobs = by_family.get(family, [])
@@ -557,6 +565,24 @@ def calibrate(measured: Iterable[MeasuredJob]) -> Calibration:
         stopped = np.array([j.wall_s is None for j in jobs])
         mem_weights = _fit_log(mem_rows, rest, mem_prior, at_least=stopped)
         calibration.memory[family] = dict(zip(mem_names, mem_weights.tolist()))
+    assumed = gpu or GpuAssumptions()
+    for family in GPU_FAMILIES:
+        cpu = calibration.runtime[family]
+        prior = {
+            "start": cpu["start"],
+            "load": cpu["load"],
+            "flops": 1 / (assumed.tflops * 1e3),  # seconds per GFLOP
+            "steps": assumed.step_overhead_ms,  # seconds per 1,000 steps
+        }
+        timed = [j for j in on_gpu.get(family, []) if j.wall_s is not None]
+        calibration.n_gpu_jobs[family] = len(timed)
+        if not timed:
+            calibration.gpu_runtime[family] = prior
+            continue
+        names = list(prior)
+        rows = np.array([[j.terms.get(n, 0.0) for n in names] for j in timed])
+        weights = _fit_log(rows, np.array([j.wall_s for j in timed]), np.array([prior[n] for n in names]))
+        calibration.gpu_runtime[family] = dict(zip(names, weights.tolist()))
     return calibration
 
 
@@ -572,13 +598,10 @@ class CostModel:
         return float(sum(weights.get(name, 0.0) * value for name, value in terms.items()))
 
     def gpu_seconds(self, family: str, terms: Mapping[str, float]) -> float:
-        """Assumed GPU time: flops at the assumed rate, per-step overhead, and the job's measured
-        CPU-side start-up and loading."""
-        weights = self.calibration.runtime[family]
-        host = weights.get("start", 0.0) * terms.get("start", 0.0) + weights.get("load", 0.0) * terms.get("load", 0.0)
-        flops = terms.get("flops", 0.0) * 1e9
-        steps = terms.get("steps", 0.0) * 1e3
-        return host + flops / (self.gpu.tflops * 1e12) + steps * self.gpu.step_overhead_ms / 1e3
+        """GPU time: start-up, loading, flops and steps at the GPU weights (calibrated on measured
+        GPU jobs; the assumed rate and overhead for a family none measured)."""
+        weights = self.calibration.gpu_runtime[family]
+        return float(sum(weights.get(name, 0.0) * value for name, value in terms.items()))
 
     def peak_mb(self, family: str, memory: Mapping[str, float]) -> float:
         weights = self.calibration.memory[family]

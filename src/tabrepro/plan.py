@@ -192,7 +192,7 @@ def default_planner(
     bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
     dirs = default_results_dirs() if results_dirs is None else results_dirs
     measured = load_measured(dirs, bench, Path(params_file), facts)
-    return Planner(params, CostModel(calibrate(measured), gpu), facts)
+    return Planner(params, CostModel(calibrate(measured, gpu), gpu), facts)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -208,8 +208,7 @@ def _hours(value: float) -> str:
 def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
     lines = [
         f"Compute plan for profile {params.profile_name!r} ({params.profile['description']})",
-        f"GPU jobs assume {model.gpu.tflops:g} TFLOP/s sustained and {model.gpu.step_overhead_ms:g} ms per step "
-        f"(no GPU run measured); CPU-hours at one thread, as measured here.",
+        f"{gpu_basis(model)}; CPU-hours at one thread, as measured here.",
         "",
         "| paper | dataset | model | configs | folds | fits | jobs | CPU-h | GPU-h | peak GiB | rows (train/val/test) | shape from |",  # noqa: E501
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -223,6 +222,27 @@ def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
         )
     over = memory_over_cap(rows, params)
     return "\n".join([*lines, "", format_totals(rows), *(["", over] if over else [])])
+
+
+def gpu_basis(model: CostModel) -> str:
+    """What the GPU-hours rest on: the families calibrated on measured GPU jobs, and the assumption
+    the others keep."""
+    measured = {f: n for f, n in model.calibration.n_gpu_jobs.items() if n}
+    assumed = [f for f in GPU_FAMILIES if f not in measured]
+    parts = []
+    if measured:
+        rates = ", ".join(
+            f"{f} {n} ({1 / (model.calibration.gpu_runtime[f]['flops'] * 1e3):.2g} TFLOP/s, "
+            f"{model.calibration.gpu_runtime[f]['steps']:.2g} ms/step)"
+            for f, n in sorted(measured.items())
+        )
+        parts.append(f"GPU-hours calibrated on jobs measured on a GPU: {rates}")
+    if assumed:
+        parts.append(
+            f"{', '.join(assumed)} assume{'s' if len(assumed) == 1 else ''} {model.gpu.tflops:g} TFLOP/s sustained "
+            f"and {model.gpu.step_overhead_ms:g} ms per step (no GPU job measured)"
+        )
+    return "; ".join(parts)
 
 
 def memory_over_cap(rows: list[PlanRow], params: Params) -> str:
@@ -261,24 +281,24 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions, *, summary_only: b
     """Predicted vs measured runtime and memory of every measured job; fractions within 3x (time)
     and 2x (memory), in sample and with each paper/dataset/model group left out (`summary_only`:
     the fractions and the per-family table, without the per-job rows)."""
-    full = CostModel(calibrate(measured), gpu)
+    full = CostModel(calibrate(measured, gpu), gpu)
     groups: dict[str, list[MeasuredJob]] = {}
     for job in measured:
         groups.setdefault(_group(job.label), []).append(job)
     held_out: dict[int, float] = {}
     for name, members in groups.items():
         rest = [j for j in measured if _group(j.label) != name]
-        model = CostModel(calibrate(rest), gpu)
+        model = CostModel(calibrate(rest, gpu), gpu)
         for job in members:
-            held_out[id(job)] = model.cpu_seconds(job.family, job.terms)
+            held_out[id(job)] = _seconds(model, job)
     lines = [
         "| job | origin | measured s | predicted s | ratio | held-out ratio | measured MiB | predicted MiB |",
         "|---|---|---|---|---|---|---|---|",
     ]
     per_family: dict[str, list[tuple[float, float]]] = {}
     mem_ratios = []
-    for job in sorted(measured, key=lambda j: (j.family, j.label)):
-        predicted = full.cpu_seconds(job.family, job.terms)
+    for job in sorted(measured, key=lambda j: (j.gpu, j.family, j.label)):
+        predicted = _seconds(full, job)
         mem = full.peak_mb(job.family, job.memory)
         mem_ratios.append(mem / job.peak_mb)
         if job.wall_s is None:  # stopped at a time limit: memory only
@@ -288,9 +308,9 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions, *, summary_only: b
             )
             continue
         ratio, cv = predicted / job.wall_s, held_out[id(job)] / job.wall_s
-        per_family.setdefault(job.family, []).append((ratio, cv))
+        per_family.setdefault(f"{job.family} (GPU)" if job.gpu else job.family, []).append((ratio, cv))
         lines.append(
-            f"| {job.label} | {_origin(job)} | {job.wall_s:,.1f} | {predicted:,.1f} | "
+            f"| {job.label}{' (GPU)' if job.gpu else ''} | {_origin(job)} | {job.wall_s:,.1f} | {predicted:,.1f} | "
             f"{ratio:.2f} | {cv:.2f} | {job.peak_mb:,.0f} | {mem:,.0f} |"
         )
     pairs = [p for values in per_family.values() for p in values]
@@ -314,6 +334,11 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions, *, summary_only: b
             f"{ratios[len(ratios) // 2]:.2f} |"
         )
     return "\n".join(lines).strip("\n")
+
+
+def _seconds(model: CostModel, job: MeasuredJob) -> float:
+    """A measured job's predicted time on the kind of device it ran on."""
+    return model.gpu_seconds(job.family, job.terms) if job.gpu else model.cpu_seconds(job.family, job.terms)
 
 
 def within(values: Iterable[float], factor: float = 3.0) -> float:
@@ -413,7 +438,7 @@ def run_plan(
     measured = load_measured([*default_results_dirs(), *measured_dirs], bench, params_file, facts)
     if compare_only:
         return compare(measured, gpu)
-    model = CostModel(calibrate(measured), gpu)
+    model = CostModel(calibrate(measured, gpu), gpu)
     parts = [calibration_summary(model.calibration), ""] if show_calibration else []
     parts.append(format_plan(Planner(params, model, facts).rows(), params, model))
     families = ", ".join(sorted({j.family for j in measured}))
@@ -432,7 +457,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
     facts = DatasetFacts([], DEFAULT_FACTS_FILE)
     bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json"))
     measured = load_measured(default_results_dirs(), bench, params_file, facts)
-    model = CostModel(calibrate(measured), DEFAULT_GPU)
+    model = CostModel(calibrate(measured, DEFAULT_GPU), DEFAULT_GPU)
     rows = Planner(params, model, facts).rows()
     largest = max(rows, key=lambda r: r.peak_mb)
     over = memory_over_cap(rows, params)
@@ -443,7 +468,7 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
             "",
             f"Profile {profile!r}, calibrated on {len(measured)} measured jobs ({families}) of the committed "
             f"records and scale benchmarks; the largest peak is {largest.model} on {largest.dataset} "
-            f"({largest.paper}).",
+            f"({largest.paper}). {gpu_basis(model)}.",
             "",
             format_totals(rows),
             *(["", over] if over else []),

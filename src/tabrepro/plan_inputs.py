@@ -43,9 +43,11 @@ DEFAULT_BENCH_DIR = REPO_ROOT / "docs" / "scale"
 
 
 def default_results_dirs() -> tuple[Path, ...]:
-    """The committed records' results, looked up at each call: `tabrepro record` adds one and
-    then regenerates the plan block in the same process."""
-    return tuple(sorted((REPO_ROOT / "docs" / "records").glob("*/results")))
+    """The committed records' results and the jobs measured on lent GPUs (docs/gpu/*/results),
+    looked up at each call: `tabrepro record` adds one and then regenerates the plan block in the
+    same process."""
+    docs = REPO_ROOT / "docs"
+    return tuple(sorted(docs.glob("records/*/results"))) + tuple(sorted(docs.glob("gpu/*/results")))
 
 
 # Registry entries without a published size (OpenML tasks resolved at fetch time): approximate
@@ -220,6 +222,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     family = family_of(job.model)
     from tabrepro.models.registry import get_model_class
 
+    gpu = bool(((result.get("provenance") or {}).get("gpu") or {}).get("used"))
     if not get_model_class(job.model).per_config_jobs:
         work = job_terms(job.model, "train", configs, shape, repeats=repeats)
         return [
@@ -231,6 +234,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
                 float(result["wall_time_s"]),
                 float(result["peak_memory_mb"]),
                 origin,
+                gpu,
             )
         ]
     # A per-configuration model's fold: its configurations' jobs plus the selection job, summed.
@@ -242,7 +246,9 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
         terms[key] = terms.get(key, 0.0) + value
     memory = job_terms(job.model, "train_config", configs, shape).memory
     return [
-        MeasuredJob(label, family, terms, memory, float(result["wall_time_s"]), float(result["peak_memory_mb"]), origin)
+        MeasuredJob(
+            label, family, terms, memory, float(result["wall_time_s"]), float(result["peak_memory_mb"]), origin, gpu
+        )
     ]
 
 

@@ -1,0 +1,82 @@
+"""Run every job of a profile through the `tabrepro` CLI, one after another, without Snakemake.
+
+    python scripts/run_jobs.py --profile gpu_calibration --mirror DIR [--job-limit S] [--log DIR]
+
+For a machine that has the package's own dependencies but not the workflow's (a lent GPU machine
+without package registries: scripts/gpu_checks.sh, stage `jobs`). It issues the commands the
+workflow's rules issue (fetch, prepare, split; train, or train-config per configuration then
+select), so each job writes the metrics.json the workflow would, with its wall time, peak memory
+and provenance. A job whose metrics.json exists is skipped; a job that fails or runs past
+--job-limit is reported and the next one starts. Exit status: the number of jobs that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tabrepro.config import Params
+from tabrepro.data.registry import get_source
+from tabrepro.models.registry import get_model_class
+from tabrepro.tuning import job_configs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--profile", required=True)
+    parser.add_argument("--mirror", help="the datasets' mirror (a directory or URL) for `tabrepro fetch`")
+    parser.add_argument("--job-limit", type=float, default=300.0, help="seconds one command may run")
+    parser.add_argument("--log", type=Path, default=Path("logs/run_jobs"), help="one log file per command here")
+    args = parser.parse_args(argv)
+
+    params = Params.from_file(args.params, profile=args.profile)
+    cli = [sys.executable, "-m", "tabrepro", "--params", args.params, "--profile", args.profile, "--quiet"]
+    args.log.mkdir(parents=True, exist_ok=True)
+
+    def run(name: str, *command: str) -> bool:
+        started = time.perf_counter()
+        with open(args.log / f"{name}.log", "w") as log:
+            try:
+                status = subprocess.run([*cli, *command], stdout=log, stderr=subprocess.STDOUT, timeout=args.job_limit)
+                outcome = "ok" if status.returncode == 0 else f"failed (exit {status.returncode})"
+            except subprocess.TimeoutExpired:
+                outcome = f"stopped at its {args.job_limit:g} s limit"
+        print(f"{name}: {outcome} after {time.perf_counter() - started:.1f} s", flush=True)
+        return outcome == "ok"
+
+    failed = 0
+    prepared: set[str] = set()
+    split: set[tuple[str, str]] = set()
+    for job in params.jobs():
+        tag = f"{job.paper}-{job.dataset}-{job.model}-fold{job.fold}"
+        if params.layout.job_metrics.path(job).exists():
+            print(f"{tag}: done before", flush=True)
+            continue
+        source = params.source_of(job.paper, job.dataset)
+        if source not in prepared:
+            mirror = ["--mirror", args.mirror] if args.mirror else []
+            if not (run(f"fetch-{source}", "fetch", source, *mirror) and run(f"prepare-{source}", "prepare", source)):
+                failed += 1
+                continue
+            prepared.add(source)
+        if (job.paper, job.dataset) not in split:
+            if not run(f"split-{job.paper}-{job.dataset}", "split", job.paper, job.dataset):
+                failed += 1
+                continue
+            split.add((job.paper, job.dataset))
+        where = [job.paper, job.dataset, job.model, str(job.fold)]
+        if not get_model_class(job.model).per_config_jobs:
+            failed += not run(tag, "train", *where)
+            continue
+        n_configs = len(job_configs(params, job, get_source(source).task))
+        done = all([run(f"{tag}-config{c}", "train-config", *where, str(c)) for c in range(n_configs)])
+        failed += not (done and run(f"{tag}-select", "select", *where))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
