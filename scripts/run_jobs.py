@@ -6,8 +6,10 @@ For a machine that has the package's own dependencies but not the workflow's (a 
 without package registries: scripts/gpu_checks.sh, stage `jobs`). It issues the commands the
 workflow's rules issue (fetch, prepare, split; train, or train-config per configuration then
 select), so each job writes the metrics.json the workflow would, with its wall time, peak memory
-and provenance. A job whose metrics.json exists is skipped; a job that fails or runs past
---job-limit is reported and the next one starts. Exit status: the number of jobs that failed.
+and provenance; a download that fails is recorded as the workflow records it (`fetch --record`),
+and prepare then builds an embedded table or stops that dataset's jobs. A job whose metrics.json
+exists is skipped; a job that fails or runs past --job-limit is reported and the next one starts.
+Exit status: the number of jobs that failed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--profile", required=True)
+    parser.add_argument("--paper", action="append", help="only this paper's jobs (repeatable; default: all)")
     parser.add_argument("--mirror", help="the datasets' mirror (a directory or URL) for `tabrepro fetch`")
     parser.add_argument("--job-limit", type=float, default=300.0, help="seconds one command may run")
     parser.add_argument("--log", type=Path, default=Path("logs/run_jobs"), help="one log file per command here")
@@ -49,25 +52,25 @@ def main(argv: list[str] | None = None) -> int:
         return outcome == "ok"
 
     failed = 0
-    prepared: set[str] = set()
-    split: set[tuple[str, str]] = set()
-    for job in params.jobs():
+    ready: dict[str, bool] = {}  # fetched and prepared (per source), split (per paper/dataset)
+    for job in params.jobs(args.paper):
         tag = f"{job.paper}-{job.dataset}-{job.model}-fold{job.fold}"
         if params.layout.job_metrics.path(job).exists():
             print(f"{tag}: done before", flush=True)
             continue
         source = params.source_of(job.paper, job.dataset)
-        if source not in prepared:
+        if source not in ready:
             mirror = ["--mirror", args.mirror] if args.mirror else []
-            if not (run(f"fetch-{source}", "fetch", source, *mirror) and run(f"prepare-{source}", "prepare", source)):
-                failed += 1
-                continue
-            prepared.add(source)
-        if (job.paper, job.dataset) not in split:
-            if not run(f"split-{job.paper}-{job.dataset}", "split", job.paper, job.dataset):
-                failed += 1
-                continue
-            split.add((job.paper, job.dataset))
+            ready[source] = run(f"fetch-{source}", "fetch", source, "--record", *mirror) and run(
+                f"prepare-{source}", "prepare", source
+            )
+        split = f"split-{job.paper}-{job.dataset}"
+        if ready[source] and split not in ready:
+            ready[split] = run(split, "split", job.paper, job.dataset)
+        if not (ready[source] and ready[split]):  # the data step's log says why; once is enough
+            print(f"{tag}: not run (no data)", flush=True)
+            failed += 1
+            continue
         where = [job.paper, job.dataset, job.model, str(job.fold)]
         if not get_model_class(job.model).per_config_jobs:
             failed += not run(tag, "train", *where)

@@ -287,13 +287,20 @@ def test_jobs_that_used_a_gpu_are_read_as_gpu_jobs(tmp_path):
         tmp_path / "run", params, Job("npt", "breast_cancer", "tabnet", 0), gpu={"used": True, "name": "H100"}
     )
     _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "mlp", 0), gpu={"used": False})
+    # a per-configuration job whose select step named no GPU, though its configurations trained on one
+    cuda_fit = {"fit_info": {"device": "cuda"}}
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "npt", 0), selection=cuda_fit)
     facts = DatasetFacts(
         [],
         None,
         extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30, "n_classes": 2, "n_fixed_test_rows": 0}},
     )
     jobs = {j.label: j.gpu for j in load_measured([tmp_path / "run"], [], PARAMS, facts)}
-    assert jobs == {"npt/breast_cancer/tabnet/fold0": True, "npt/breast_cancer/mlp/fold0": False}
+    assert jobs == {
+        "npt/breast_cancer/tabnet/fold0": True,
+        "npt/breast_cancer/mlp/fold0": False,
+        "npt/breast_cancer/npt/fold0": True,
+    }
 
 
 def test_jobs_stopped_at_a_time_limit_count_for_memory_only():
@@ -326,7 +333,15 @@ def test_random_forest_memory_grows_with_its_trees():
 # measured jobs
 
 
-def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None = None, gpu: dict | None = None) -> Path:
+def _write_metrics(
+    root: Path,
+    params: Params,
+    job: Job,
+    *,
+    digest: str | None = None,
+    gpu: dict | None = None,
+    selection: dict | None = None,
+) -> Path:
     path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / "metrics.json"
     path.parent.mkdir(parents=True)
     path.write_text(
@@ -344,6 +359,7 @@ def _write_metrics(root: Path, params: Params, job: Job, *, digest: str | None =
                 "peak_memory_mb": 300.0,
                 "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0},
                 "provenance": {"gpu": gpu},
+                **({"selection": selection} if selection else {}),
             }
         )
     )

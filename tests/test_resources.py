@@ -173,6 +173,15 @@ def test_long_cpu_jobs_get_more_threads_within_the_caps(raw):
     assert capped.threads == 1
 
 
+def test_gpu_jobs_get_host_memory_for_cuda_besides_their_estimate(raw):
+    """A CUDA process holds its context and libraries in host memory (up to 3.2 GiB above the CPU
+    estimate on the H100 jobs measured): a GPU job's request adds gpu_memory_floor_mb."""
+    training = raw["resources"]["training"]
+    gpu = size_job(JobEstimate("train", "bishop", True, 0.0, 60.0, 200.0, 1), training)
+    cpu = size_job(JobEstimate("train", "bishop", False, 60.0, 0.0, 200.0, 1), training)
+    assert gpu.mem_mb >= 200 * training["memory_safety"] + training["gpu_memory_floor_mb"] > cpu.mem_mb
+
+
 def test_profiles_override_key_by_key_and_fixed_sizing_ignores_the_plan(raw):
     quick = Params(raw, source="params.yaml", profile="quick")
     merged = policy(quick)

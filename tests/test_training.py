@@ -77,6 +77,23 @@ def test_selection_uses_validation_only_and_scores_the_winner_once(prepared):
     assert "test_repeats" not in chosen  # the NPT protocol has no repeats
 
 
+def test_selection_names_the_gpu_its_configurations_computed_on(prepared, tmp_path):
+    """The select step itself never touches the GPU; a job whose configurations trained on one is
+    still a GPU job (the compute plan calibrates GPU-hours on such jobs)."""
+    _, _, params, job, _ = prepared
+    path = params.config_dir(job, 1) / "result.json"
+    original = path.read_bytes()
+    result = json.loads(original)
+    result["provenance"]["gpu"] = {"used": True, "name": "Test GPU"}
+    try:
+        path.write_text(json.dumps(result))
+        chosen = select_config(params, job, tmp_path / "metrics.json")
+        assert chosen["provenance"]["gpu"] == {"used": True, "name": "Test GPU"}
+    finally:
+        path.write_bytes(original)
+    assert not (select_config(params, job, tmp_path / "metrics.json")["provenance"]["gpu"] or {}).get("used")
+
+
 def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weights(prepared):
     _, _, params, job, results = prepared
     out = params.config_dir(job, 0)

@@ -16,8 +16,9 @@ cannot disagree.
 
 What the numbers are: CPU-hours at one thread on the machines the measurements come from; GPU
 jobs (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are estimated from their floating-point work
-at an assumed GPU rate (see costmodel.GpuAssumptions; --gpu-tflops), since no GPU run was
-measured. Early-stopped training is estimated at 3 x patience epochs; resource requests use the
+and steps at GPU rates calibrated on the jobs measured on a GPU (docs/gpu/*/results), pulled
+toward an assumed rate (costmodel.GpuAssumptions; --gpu-tflops), which stands alone for a family
+no GPU job measured. Early-stopped training is estimated at 3 x patience epochs; resource requests use the
 maximum epochs. `--compare` prints how far the model is from each measured job, in sample and
 with each dataset x model group left out of the calibration.
 """
@@ -296,11 +297,11 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions, *, summary_only: b
         "|---|---|---|---|---|---|---|---|",
     ]
     per_family: dict[str, list[tuple[float, float]]] = {}
-    mem_ratios = []
+    mem_ratios: dict[bool, list[float]] = {False: [], True: []}  # CPU jobs, GPU jobs (host memory)
     for job in sorted(measured, key=lambda j: (j.gpu, j.family, j.label)):
         predicted = _seconds(full, job)
         mem = full.peak_mb(job.family, job.memory)
-        mem_ratios.append(mem / job.peak_mb)
+        mem_ratios[job.gpu].append(mem / job.peak_mb)
         if job.wall_s is None:  # stopped at a time limit: memory only
             lines.append(
                 f"| {job.label} | {_origin(job)} | (time limit) | {predicted:,.1f} | | | "
@@ -320,8 +321,13 @@ def compare(measured: list[MeasuredJob], gpu: GpuAssumptions, *, summary_only: b
         "",
         f"{len(pairs)} measured jobs with a runtime: within 3x for {within(r for r, _ in pairs):.0%} in sample, "
         f"{within(cv for _, cv in pairs):.0%} with their dataset x model left out of the calibration; "
-        f"peak memory within 2x for {within(mem_ratios, 2):.0%} of {len(mem_ratios)} jobs.",
+        f"peak memory within 2x for {within(mem_ratios[False], 2):.0%} of {len(mem_ratios[False])} CPU jobs.",
     ]
+    if mem_ratios[True]:  # host memory beside a GPU: CUDA's own share, the model's tensors elsewhere
+        lines[-1] += (
+            f" The host peak of the {len(mem_ratios[True])} GPU jobs (not calibrated: CUDA's context is part of it) "
+            f"is within 2x of the CPU estimate for {within(mem_ratios[True], 2):.0%}."
+        )
     lines += [
         "",
         "| family | jobs | within 3x (in sample) | within 3x (held out) | median ratio |",
@@ -396,7 +402,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="a data directory whose processed/*/schema.json give dataset shapes; repeatable",
     )
-    parser.add_argument("--gpu-tflops", type=float, default=GpuAssumptions.tflops, help="assumed sustained GPU TFLOP/s")
+    parser.add_argument(
+        "--gpu-tflops",
+        type=float,
+        default=GpuAssumptions.tflops,
+        help="assumed sustained GPU TFLOP/s (the prior of the GPU calibration)",
+    )
     parser.add_argument("--compare", action="store_true", help="print predicted vs measured for every measured job")
     parser.add_argument("--calibration", action="store_true", help="print the calibrated weights")
     parser.add_argument("--write-facts", type=Path, help="write the dataset shapes known here to this facts file")

@@ -222,7 +222,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     family = family_of(job.model)
     from tabrepro.models.registry import get_model_class
 
-    gpu = bool(((result.get("provenance") or {}).get("gpu") or {}).get("used"))
+    gpu = _used_a_gpu(result)
     if not get_model_class(job.model).per_config_jobs:
         work = job_terms(job.model, "train", configs, shape, repeats=repeats)
         return [
@@ -250,6 +250,16 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
             label, family, terms, memory, float(result["wall_time_s"]), float(result["peak_memory_mb"]), origin, gpu
         )
     ]
+
+
+def _used_a_gpu(result: dict[str, Any]) -> bool:
+    """Whether a job computed on a GPU: its provenance names one it used, or (a per-configuration
+    job whose select step ran before 2026-11-27, when select named only its own device) the
+    selected configuration's fit says it trained on CUDA."""
+    if ((result.get("provenance") or {}).get("gpu") or {}).get("used"):
+        return True
+    fit = (result.get("selection") or {}).get("fit_info") or {}
+    return str(fit.get("device", "")).startswith("cuda")
 
 
 def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:

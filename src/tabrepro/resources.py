@@ -118,7 +118,8 @@ def _fixed(entry: Mapping[str, Any], default: Mapping[str, Any]) -> Request:
 def size_job(estimate: JobEstimate, training: Mapping[str, Any]) -> Request:
     """The request for a training job the cost model estimates as `estimate` (its bound: maximum
     epochs), under the `training` policy."""
-    peak = estimate.peak_mb * training["memory_safety"] + training["memory_floor_mb"]
+    floor = training["gpu_memory_floor_mb"] if estimate.gpu else training["memory_floor_mb"]
+    peak = estimate.peak_mb * training["memory_safety"] + floor
     mem_mb = min(int(math.ceil(peak / 256.0) * 256), training["max_mem_mb"])
     if estimate.gpu:
         seconds, threads = estimate.gpu_seconds, 1

@@ -498,6 +498,10 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     record = _record(params, job, data, started, n_jobs)
     # The job's cost: its configurations plus this step (which retrains the winner on repeats).
     record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)
+    if not (record["provenance"].get("gpu") or {}).get("used"):
+        # the configurations computed on a GPU although this step did not: the job as a whole did
+        used = [g for r in results if (g := (r.get("provenance") or {}).get("gpu") or {}).get("used")]
+        record["provenance"]["gpu"] = used[0] if used else record["provenance"].get("gpu")
     record["peak_memory_mb"] = max(record["peak_memory_mb"], *(r["peak_memory_mb"] for r in results))
     return {
         **record,
