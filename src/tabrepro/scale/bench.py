@@ -108,7 +108,9 @@ def bench_params(
     raw = copy.deepcopy(base)
     if "bishop" in models and "bishop" not in raw["papers"][PAPER]["models"]:
         raw["papers"][PAPER]["models"]["bishop"] = "BiSHop"
-        for space in {raw["papers"][PAPER]["datasets"][d]["search_space"] for d in datasets}:
+        # every NPT dataset's space, not just the benchmarked ones': with BiSHop among the paper's
+        # models, every profile of this params file runs it wherever it runs `all` models
+        for space in {entry["search_space"] for entry in raw["papers"][PAPER]["datasets"].values()}:
             raw["search_spaces"][space]["bishop"] = copy.deepcopy(BISHOP_SPACE)
     raw["profiles"][BENCH_PROFILE] = {
         "description": "scale benchmark: one tiny configuration per model on the stand-ins (tabrepro.scale.bench)",
