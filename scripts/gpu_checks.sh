@@ -15,8 +15,10 @@
 # "--datasets digits") and DATA_MIRROR (stage jobs: a directory laid out like ../shared/datasets).
 # Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
 # commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
-# measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). It needs jsonschema,
-# pytorch-tabnet and rtdl_revisiting_models, which the lent machines' image lacks: carry their wheels.
+# measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). The lent machines'
+# image lacks some of the package's dependencies: carry wheels of jsonschema (with
+# jsonschema-specifications, referencing, rpds-py), liac-arff, xlrd, pytorch-tabnet,
+# rtdl_revisiting_models, and the pinned pandas and scikit-learn (docs/gpu/2026-11-27-h100-session25).
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
 # Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s

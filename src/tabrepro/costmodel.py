@@ -532,6 +532,18 @@ def _fit_log(
     return np.exp(solution.x)
 
 
+def _fit_runtime(jobs: Sequence[MeasuredJob], prior: Mapping[str, float]) -> dict[str, float]:
+    """Runtime weights (seconds per unit of each term in `prior`) fitted to the jobs with a
+    measured time; the prior itself when there are none."""
+    timed = [j for j in jobs if j.wall_s is not None]
+    if not timed:
+        return dict(prior)
+    names = list(prior)
+    rows = np.array([[j.terms.get(n, 0.0) for n in names] for j in timed])
+    weights = _fit_log(rows, np.array([j.wall_s for j in timed]), np.array([prior[n] for n in names]))
+    return dict(zip(names, weights.tolist()))
+
+
 def calibrate(measured: Iterable[MeasuredJob], gpu: GpuAssumptions | None = None) -> Calibration:
     """Fit every family's runtime and memory weights to its measured CPU jobs, and the GPU
     families' GPU weights to their measured GPU jobs (priors where none)."""
@@ -543,21 +555,13 @@ def calibrate(measured: Iterable[MeasuredJob], gpu: GpuAssumptions | None = None
     for family, prior in RUNTIME_PRIORS.items():
         jobs = by_family.get(family, [])
         calibration.n_jobs[family] = len(jobs)
-        names = list(prior)
-        prior_vec = np.array([prior[n] for n in names])
         mem_names = list(MEMORY_PRIORS)
         mem_prior = np.array([MEMORY_PRIORS[n] for n in mem_names])
         if not jobs:
             calibration.runtime[family] = dict(prior)
             calibration.memory[family] = dict(MEMORY_PRIORS)
             continue
-        timed = [j for j in jobs if j.wall_s is not None]
-        if timed:
-            rows = np.array([[j.terms.get(n, 0.0) for n in names] for j in timed])
-            weights = _fit_log(rows, np.array([j.wall_s for j in timed]), prior_vec)
-            calibration.runtime[family] = dict(zip(names, weights.tolist()))
-        else:
-            calibration.runtime[family] = dict(prior)
+        calibration.runtime[family] = _fit_runtime(jobs, prior)
         mem_rows = np.array([[j.memory.get(n, 0.0) for n in mem_names] for j in jobs])
         # the held bytes are exact: the fitted terms explain what is left of each peak (at least
         # a tenth of it, so a job whose estimate overshoots still pulls its weights down)
@@ -574,15 +578,9 @@ def calibrate(measured: Iterable[MeasuredJob], gpu: GpuAssumptions | None = None
             "flops": 1 / (assumed.tflops * 1e3),  # seconds per GFLOP
             "steps": assumed.step_overhead_ms,  # seconds per 1,000 steps
         }
-        timed = [j for j in on_gpu.get(family, []) if j.wall_s is not None]
-        calibration.n_gpu_jobs[family] = len(timed)
-        if not timed:
-            calibration.gpu_runtime[family] = prior
-            continue
-        names = list(prior)
-        rows = np.array([[j.terms.get(n, 0.0) for n in names] for j in timed])
-        weights = _fit_log(rows, np.array([j.wall_s for j in timed]), np.array([prior[n] for n in names]))
-        calibration.gpu_runtime[family] = dict(zip(names, weights.tolist()))
+        jobs = on_gpu.get(family, [])
+        calibration.n_gpu_jobs[family] = sum(j.wall_s is not None for j in jobs)
+        calibration.gpu_runtime[family] = _fit_runtime(jobs, prior)
     return calibration
 
 
