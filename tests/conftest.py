@@ -45,6 +45,14 @@ def repo_params():
     return Params.from_file(PARAMS_FILE)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with slow tests first, each file's tests in their own order: `make test` hands whole
+    files to parallel workers in this order, and a long file started last keeps one worker busy
+    while the others sit idle."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 # ------------------------------------------------------------------------------ small profiles
 def tiny_profile(
     npt_models: list[str],
