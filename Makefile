@@ -60,11 +60,11 @@ lock:  ## regenerate requirements.lock from pyproject.toml (UPGRADE=1 to re-reso
 run: $(STAMP)  ## main job: the selected profile (default quick: breast cancer, all models, 10 folds)
 	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds all
 
-# pytest-xdist runs the test files on one worker per core (TEST_WORKERS=0: one process, no
-# workers). A file's tests stay together on one worker, so its module fixtures (a Slurm cluster, a
-# workflow run) are built once; files with slow tests are handed out first (tests/conftest.py),
-# in that order, so the long ones do not start last.
-TEST_WORKERS ?= auto
+# pytest-xdist runs the test files on one worker per core that `nproc` counts (TEST_WORKERS=0:
+# one process, no workers). A file's tests stay together on one worker, so its module fixtures
+# (a Slurm cluster, a workflow run) are built once; files with slow tests are handed out first
+# (tests/conftest.py), in that order, so the long ones do not start last.
+TEST_WORKERS ?= $(CORES)
 test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data, then `make lint`
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 	$(MAKE) --no-print-directory lint
