@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import subprocess
 import sys
@@ -473,8 +474,20 @@ def committed_plan_block() -> str:
 
 @pytest.fixture
 def rendered_once(monkeypatch, committed_plan_block):
-    """`python -m tabrepro.plan --readme` renders that one block instead of rendering it again."""
-    monkeypatch.setattr("tabrepro.plan.readme_block", lambda *args, **kwargs: committed_plan_block)
+    """`python -m tabrepro.plan --readme` renders that one block instead of rendering it again;
+    it may ask only for the committed block (readme_block's default arguments)."""
+    from tabrepro.plan import readme_block
+
+    signature = inspect.signature(readme_block)
+
+    def served(*args, **kwargs) -> str:
+        asked, committed = signature.bind(*args, **kwargs), signature.bind()
+        asked.apply_defaults()
+        committed.apply_defaults()
+        assert asked.arguments == committed.arguments, f"not the committed block: {asked.arguments}"
+        return committed_plan_block
+
+    monkeypatch.setattr("tabrepro.plan.readme_block", served)
 
 
 def test_readme_plan_block_is_generated_from_the_committed_records(rendered_once):
