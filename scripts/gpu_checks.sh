@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one run on a machine with CUDA (a lent GPU machine, a cluster
-# node): the CUDA tests, the side-by-side benchmark on the GPU, and bf16 against fp32.
+# node): the CUDA tests, the side-by-side benchmark on the GPU, and bf16 against fp32; opt-in, NPT's
+# step benchmark on the GPU (Protein and the paper profile's HIGGS batch, fp32 and bf16: time per
+# step and the CUDA allocator's peak) and the gpu_calibration jobs.
 #
 #   scripts/gpu_checks.sh OUT_DIR NPT_REPO BISHOP_REPO
 #
@@ -9,9 +11,9 @@
 # writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
 # the next. Exit status: the number of stages that failed.
 #
-# Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `jobs` is
-# opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT, JOBS_LIMIT),
-# ROUNDS (versus, default 3), PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g.
+# Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `steps` and
+# `jobs` are opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT,
+# STEPS_LIMIT, JOBS_LIMIT), ROUNDS (versus, default 3), PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g.
 # "--datasets digits") and DATA_MIRROR (stage jobs: a directory laid out like ../shared/datasets).
 # Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
 # commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
@@ -48,7 +50,12 @@ stage() {  # stage NAME SECONDS COMMAND...
 cat "$out/machine.txt"
 stages=" ${STAGES:-test_cuda versus precision} "
 if [[ $stages == *" test_cuda "* ]]; then
-  stage test_cuda "${TEST_LIMIT:-60}" "$python" -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py
+  stage test_cuda "${TEST_LIMIT:-60}" "$python" -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py \
+    tests/test_saved_pass.py
+fi
+if [[ $stages == *" steps "* ]]; then
+  stage steps "${STEPS_LIMIT:-120}" bash -c "'$python' -m tabrepro.npt.bench --device cuda --cases protein higgs --steps 5 \
+    && '$python' -m tabrepro.npt.bench --device cuda --cases protein higgs --steps 5 --bf16"
 fi
 if [[ $stages == *" versus "* ]]; then
   stage versus "${VERSUS_LIMIT:-300}" "$python" -m tabrepro.versus --device cuda --npt-repo "$npt_repo" \

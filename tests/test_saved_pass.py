@@ -31,6 +31,11 @@ def save_every_batch(monkeypatch):
     monkeypatch.setattr(checkpoint, "SAVE_PASS_EVERY_S", 0.0)
 
 
+# The resumes from a pass in the middle of training also on a GPU (the CUDA generator's state and
+# device tensors go through the saved state); skipped where torch sees none, as tests/test_cuda.py.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
+
+
 def count_eval_batches(monkeypatch, network: type, method: str, kill_after: int | None = None) -> list[int]:
     """Count the network's forward calls in eval mode (prediction batches); raise Killed on call
     `kill_after + 1`. Returns the one-element counter."""
@@ -52,9 +57,12 @@ def count_eval_batches(monkeypatch, network: type, method: str, kill_after: int 
 NPT_CONFIG = NPTConfig(**{**TINY, "eval_every_epochs": 50}, max_steps=2, batch_size=16)
 
 
-def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_path, monkeypatch, save_every_batch):
-    table = make_table(90)
-    reference = NPTTrainer(table.attributes, NPT_CONFIG)
+@pytest.mark.parametrize("device", DEVICES)
+def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(
+    tmp_path, monkeypatch, save_every_batch, device
+):
+    table, config = make_table(90), NPT_CONFIG.replace(device=device)
+    reference = NPTTrainer(table.attributes, config)
     expected = reference.fit(table)
     n_batches = len(reference.eval_batches(table))
     assert n_batches == 6
@@ -62,7 +70,7 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_p
     with monkeypatch.context() as patch:
         count_eval_batches(patch, NPTNetwork, "forward_codes", kill_after=4)
         with pytest.raises(Killed):
-            NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path).fit(table)
+            NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
     saved = torch.load(tmp_path / PASS_FILE, weights_only=True)
     assert saved["batches_done"] == 4
 
@@ -73,7 +81,7 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(tmp_p
 
     calls = count_eval_batches(monkeypatch, NPTNetwork, "forward_codes")
     steps = count_training_steps(monkeypatch, NPTTrainer)
-    resumed = NPTTrainer(table.attributes, NPT_CONFIG, checkpoint_dir=tmp_path)
+    resumed = NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path)
     result = resumed.fit(table)
     assert steps[0] == 0
     assert calls[0] == n_batches - 4  # the pass went on after the saved batches
@@ -102,15 +110,20 @@ def count_training_steps(monkeypatch, trainer: type) -> list[int]:
     return calls
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("every", [None, 2])
 def test_npt_state_saved_before_a_long_validation_pass_resumes_to_the_uninterrupted_run(
-    tmp_path, monkeypatch, save_every_batch, every
+    tmp_path, monkeypatch, save_every_batch, every, device
 ):
     """A pending validation in the middle of training (one per epoch): killed in the pass of
     step 2 and again during step 3, the job ends with the uninterrupted weights and history. With
     a checkpoint due at step 2, the resumed validation is followed by it, and not run again."""
     config = NPTConfig(
-        **{**TINY, "eval_every_epochs": 1}, max_steps=4, batch_size=45, p_target=0.5, checkpoint_every_steps=every
+        **{**TINY, "eval_every_epochs": 1, "device": device},
+        max_steps=4,
+        batch_size=45,
+        p_target=0.5,
+        checkpoint_every_steps=every,
     )
     table = make_table(90)
     reference = NPTTrainer(table.attributes, config)
@@ -196,15 +209,16 @@ def test_bishop_killed_in_its_prediction_pass_resumes_after_the_saved_batches(tm
     assert not (tmp_path / PASS_FILE).exists()
 
 
+@pytest.mark.parametrize("device", DEVICES)
 def test_bishop_killed_in_a_validation_pass_goes_on_with_it_and_ends_as_uninterrupted(
-    tmp_path, monkeypatch, save_every_batch
+    tmp_path, monkeypatch, save_every_batch, device
 ):
     """Checkpoints every 10 epochs, none due: the second epoch's validation pass saved the state
     of that epoch (training done) before its first batch; killed in that pass, the job trains no
     epoch again and ends with the uninterrupted weights and history."""
     data = toy_data(120)
     train, val, _ = split(data, 60, 40)
-    config = tiny(max_epochs=3, eval_batch_size=8, checkpoint_every_epochs=10)
+    config = tiny(max_epochs=3, eval_batch_size=8, checkpoint_every_epochs=10, device=device)
     make = lambda: BiSHopTrainer(config, "classification", cardinalities=(3,), n_numerical=3, n_classes=2)  # noqa: E731
     reference = make()
     expected = reference.fit(train, val)  # each validation pass: 40 rows, 5 batches
