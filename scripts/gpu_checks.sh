@@ -20,7 +20,11 @@
 # measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). The lent machines'
 # image lacks some of the package's dependencies: carry wheels of jsonschema (with
 # jsonschema-specifications, referencing, rpds-py), liac-arff, xlrd, pytorch-tabnet,
-# rtdl_revisiting_models, and the pinned pandas and scikit-learn (docs/gpu/2026-11-27-h100-session25).
+# rtdl_revisiting_models, entmax (the tests' reference sparsemax), and the pinned pandas and
+# scikit-learn (docs/gpu/2026-11-27-h100-session25, -session28).
+# TABREPRO_DECLARED_COMMIT (the commit of the copied tree): when set, the package's provenance is
+# kept from the tree's .git (GIT_DIR points nowhere), which a lent machine's copy may hold from an
+# older commit than its files (session 28: the session's first commit, recorded as "+dirty").
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
 # Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
@@ -33,6 +37,7 @@ out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
 mkdir -p "$out"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 python=${PYTHON:-python3}
+[ -n "${TABREPRO_DECLARED_COMMIT:-}" ] && export GIT_DIR=/nonexistent/declared-commit-instead
 failed=0
 stage() {  # stage NAME SECONDS COMMAND...
   local name=$1 limit=$2; shift 2
