@@ -22,9 +22,9 @@
 # jsonschema-specifications, referencing, rpds-py), liac-arff, xlrd, pytorch-tabnet,
 # rtdl_revisiting_models, entmax (the tests' reference sparsemax), and the pinned pandas and
 # scikit-learn (docs/gpu/2026-11-27-h100-session25, -session28).
-# TABREPRO_DECLARED_COMMIT (the commit of the copied tree): when set, the package's provenance is
-# kept from the tree's .git (GIT_DIR points nowhere), which a lent machine's copy may hold from an
-# older commit than its files (session 28: the session's first commit, recorded as "+dirty").
+# TABREPRO_DECLARED_COMMIT (the commit of the copied tree): when set, the package's provenance
+# records it and does not read the tree's .git (GIT_DIR points nowhere): a lent machine's copy may
+# hold .git from an older commit than its files (session 28: the session's first, read as "+dirty").
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
 # Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
