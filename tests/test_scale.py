@@ -570,6 +570,8 @@ def test_a_carried_checkpoint_lets_another_machine_go_on(tmp_path, capsys):
     assert "1 saved file(s)" in capsys.readouterr().out
     second.train_stages("poker_hand", 1000, "npt")
     assert calls[0] == "poker_hand.npt.train-config (checkpoint there)"
+    second.save()  # the job finished: nothing of it is carried any longer
+    assert not any((tmp_path / "carry").rglob("*"))
 
     assert bench_module.main(_bench_args(tmp_path)[:-2] + carry) == 2  # --carry without --json
     assert "--carry needs --json" in capsys.readouterr().err

@@ -481,14 +481,23 @@ class Bench:
             for model in self.args.models:
                 self.train_stages(dataset, rows, model)
 
-    def _job_dirs(self) -> list[Path]:
-        return [self.layout.job_dir.path(Job(PAPER, d, m, 0)) for d in self.args.datasets for m in self.args.models]
+    def _unfinished_job_dirs(self) -> list[Path]:
+        """The job directories whose progress is worth carrying: not those whose last stage has
+        finished (a finished BiSHop job on HIGGS left 212 MB of weights and predictions)."""
+        dirs = []
+        for dataset in self.args.datasets:
+            for model in self.args.models:
+                last = "select" if model in PER_CONFIG_MODELS else "train"
+                index = self._index(dataset, last, model)
+                if index is None or self.records[index].status != "ok":
+                    dirs.append(self.layout.job_dir.path(Job(PAPER, dataset, model, 0)))
+        return dirs
 
     def save(self) -> None:
         if self.args.json is None:
             return
         if self.carry_dir is not None:  # before the record that names the progress it holds
-            self.carried = carry.mirror(self.work, self._job_dirs(), self.carry_dir)
+            self.carried = carry.mirror(self.work, self._unfinished_job_dirs(), self.carry_dir)
         payload = {
             **self._header(),
             "machine": self.first_machine,
