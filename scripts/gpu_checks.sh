@@ -13,8 +13,9 @@
 #
 # Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `steps` and
 # `jobs` are opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT,
-# STEPS_LIMIT, JOBS_LIMIT), ROUNDS (versus, default 3), PRECISION_ARGS (extra options of python -m tabrepro.precision, e.g.
-# "--datasets digits") and DATA_MIRROR (stage jobs: a directory laid out like ../shared/datasets).
+# STEPS_LIMIT, JOBS_LIMIT), ROUNDS (versus, default 3), PRECISION_ARGS (extra options of
+# python -m tabrepro.precision, e.g. "--datasets digits") and DATA_MIRROR (stage jobs: a directory
+# laid out like ../shared/datasets).
 # Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
 # commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
 # measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). The lent machines'
