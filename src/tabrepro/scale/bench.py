@@ -73,6 +73,14 @@ DATASETS: dict[str, str] = {
 }
 DEFAULT_MODELS = ("xgboost", "lightgbm", "catboost", "random_forest", "knn", "mlp", "tabnet", "npt", "bishop")
 PER_CONFIG_MODELS = ("npt", "bishop")
+
+
+def job_stages(model: str) -> tuple[str, ...]:
+    """A train job's stages in the order they run: NPT and BiSHop as the workflow runs them
+    (`train-config`, then `select`), every other model in one `train`."""
+    return ("train-config", "select") if model in PER_CONFIG_MODELS else ("train",)
+
+
 # A stage in these states was stopped before its end; --resume lets its job go on from its checkpoints.
 STOPPED = ("running", "timeout")
 # What a resumed run must share with the run it goes on with (the JSON header's keys).
@@ -398,11 +406,12 @@ class Bench:
     def train_stages(self, dataset: str, rows: int, model: str) -> None:
         job = Job(PAPER, dataset, model, 0)
         threads = ("--threads", str(self.args.threads))
-        if model in PER_CONFIG_MODELS:
-            stage, result_file = "train-config", self.layout.config_result.path(job, config=0)
+        stage, *then = job_stages(model)
+        if then:  # one configuration's fit, then select
+            result_file = self.layout.config_result.path(job, config=0)
             command = self._tabrepro(stage, PAPER, dataset, model, "0", "0", *threads)
         else:
-            stage, result_file = "train", self.layout.job_metrics.path(job)
+            result_file = self.layout.job_metrics.path(job)
             command = self._tabrepro(stage, PAPER, dataset, model, "0", *threads)
         if not self._finished(dataset, stage, model):
             going_on = self._earlier(dataset, stage, model)
@@ -415,9 +424,10 @@ class Bench:
             record = self._stage(dataset, rows, stage, model, command, result_file, going_on)
             if record.status != "ok":
                 return
-        if model in PER_CONFIG_MODELS and not self._finished(dataset, "select", model):
-            command = self._tabrepro("select", PAPER, dataset, model, "0", *threads)
-            self._stage(dataset, rows, "select", model, command, self.layout.job_metrics.path(job))
+        for stage in then:
+            if not self._finished(dataset, stage, model):
+                command = self._tabrepro(stage, PAPER, dataset, model, "0", *threads)
+                self._stage(dataset, rows, stage, model, command, self.layout.job_metrics.path(job))
 
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
         """The one configuration the job fits (tabrepro.tuning.job_configs, as the job itself)."""
@@ -487,8 +497,7 @@ class Bench:
         dirs = []
         for dataset in self.args.datasets:
             for model in self.args.models:
-                last = "select" if model in PER_CONFIG_MODELS else "train"
-                index = self._index(dataset, last, model)
+                index = self._index(dataset, job_stages(model)[-1], model)
                 if index is None or self.records[index].status != "ok":
                     dirs.append(self.layout.job_dir.path(Job(PAPER, dataset, model, 0)))
         return dirs
