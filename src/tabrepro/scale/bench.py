@@ -73,14 +73,6 @@ DATASETS: dict[str, str] = {
 }
 DEFAULT_MODELS = ("xgboost", "lightgbm", "catboost", "random_forest", "knn", "mlp", "tabnet", "npt", "bishop")
 PER_CONFIG_MODELS = ("npt", "bishop")
-
-
-def job_stages(model: str) -> tuple[str, ...]:
-    """A train job's stages in the order they run: NPT and BiSHop as the workflow runs them
-    (`train-config`, then `select`), every other model in one `train`."""
-    return ("train-config", "select") if model in PER_CONFIG_MODELS else ("train",)
-
-
 # A stage in these states was stopped before its end; --resume lets its job go on from its checkpoints.
 STOPPED = ("running", "timeout")
 # What a resumed run must share with the run it goes on with (the JSON header's keys).
@@ -100,6 +92,12 @@ TINY_BUDGETS: dict[str, dict[str, Any]] = {
     "bishop": {"max_epochs": 1, "batches_per_epoch": 50, "checkpoint_every_epochs": 1},  # HIGGS: 287k
 }
 BISHOP_SPACE = {"n_configs": 1, "params": {"checkpoint_every_epochs": 1}}  # the thesis' §4.1 default
+
+
+def job_stages(model: str) -> tuple[str, ...]:
+    """A train job's stages in the order they run: NPT and BiSHop as the workflow runs them
+    (`train-config`, then `select`), every other model in one `train`."""
+    return ("train-config", "select") if model in PER_CONFIG_MODELS else ("train",)
 
 
 def bench_params(
@@ -494,13 +492,12 @@ class Bench:
     def _unfinished_job_dirs(self) -> list[Path]:
         """The job directories whose progress is worth carrying: not those whose last stage has
         finished (a finished BiSHop job on HIGGS left 212 MB of weights and predictions)."""
-        dirs = []
-        for dataset in self.args.datasets:
-            for model in self.args.models:
-                index = self._index(dataset, job_stages(model)[-1], model)
-                if index is None or self.records[index].status != "ok":
-                    dirs.append(self.layout.job_dir.path(Job(PAPER, dataset, model, 0)))
-        return dirs
+        return [
+            self.layout.job_dir.path(Job(PAPER, dataset, model, 0))
+            for dataset in self.args.datasets
+            for model in self.args.models
+            if not self._finished(dataset, job_stages(model)[-1], model)
+        ]
 
     def save(self) -> None:
         if self.args.json is None:
