@@ -297,6 +297,55 @@ def test_shared_decoder_input_fast_path_matches_per_row_computation(overrides, m
         torch.testing.assert_close(grad, slow_grads[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
+@pytest.mark.parametrize("path", ["fold_into_queries", "fold_into_memory"])
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"n_heads": 3, "d_model": 16}, {"attention": "hopfield", "learn_beta": True}, {"attention": "attention"}],
+    ids=["gsh", "heads-not-dividing", "hopfield-learned-beta", "attention"],
+)
+def test_folded_projection_paths_match_the_direct_computation(overrides, path, monkeypatch):
+    """Each re-associated path, forced on every GSH layer that can take it (column, pooling, row
+    and cross layers alike), gives the direct computation's outputs and gradients with the
+    same dropout masks."""
+    from tabrepro.bishop.model import HopfieldLayer
+
+    data = toy_data(12, n_num=6)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(5)
+        model = BiSHopNetwork(tiny(n_pooling=2, **overrides), (3,), 6, 2)
+    model.fit_encoding(data.x_cat, data.x_num)
+    model.train()
+    taken: list[str] = []
+    monkeypatch.setattr(HopfieldLayer, "cheapest_path", lambda *a: taken.append(path) or path)
+    folded_out, folded_grads = _train_outputs_and_grads(model, data)
+    assert len(taken) >= 10  # every level's column, pooling and row layers, the cross layers
+    monkeypatch.setattr(HopfieldLayer, "fold_projections", False)
+    direct_out, direct_grads = _train_outputs_and_grads(model, data)
+    torch.testing.assert_close(folded_out, direct_out, rtol=1e-5, atol=1e-6)
+    assert folded_grads.keys() == direct_grads.keys()
+    # atol from the largest gradient: "attention"'s W_K biases get 0 up to rounding (softmax is
+    # shift-invariant), which the two paths round differently
+    atol = 1e-6 * max(g.abs().max().item() for g in direct_grads.values())
+    for name, grad in folded_grads.items():
+        torch.testing.assert_close(grad, direct_grads[name], rtol=1e-4, atol=atol, msg=name)
+
+
+def test_path_choice_at_the_defaults():
+    """At the defaults (D 256, 4 heads, C 10, 30 features) the pooling GSH folds W_K and W_V
+    into the queries and the row GSH W_Q and W_O into the memory; self-attention over patches
+    and the decoder's cross layer stay direct (folding would cost more there)."""
+    from tabrepro.bishop.model import HopfieldLayer
+    from tabrepro.nn.dropout import DropoutSource
+
+    layer = HopfieldLayer(BiSHopConfig(onednn_linear=False), DropoutSource())
+    b, n, p, c, d = 32, 30, 4, 10, 256
+    x, pooled, pooling = (b, n, p, d), (b, p, c, d), (p, c, d)
+    assert layer.cheapest_path(torch.Size(pooling), torch.Size(x), -2, -3) == "fold_into_queries"
+    assert layer.cheapest_path(torch.Size(x), torch.Size(pooled), -3, -2) == "fold_into_memory"
+    assert layer.cheapest_path(torch.Size(x), torch.Size(x), -2, -2) == "direct"
+    assert layer.cheapest_path(torch.Size((b, n, 3, d)), torch.Size(x), -2, -2) == "direct"
+
+
 def test_fused_residual_dropout_matches_plain_dropout():
     from tabrepro.bishop.model import add_dropped
     from tabrepro.nn.dropout import DropoutSource, dropout
