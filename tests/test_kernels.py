@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tabrepro.nn import kernels
-from tabrepro.nn.dropout import DropoutSource, keep_mask
+from tabrepro.nn.dropout import DropoutSource, keep_mask, mask_values
 
 P_DROPOUT = 0.1
 SCALE = 0.3
@@ -66,6 +66,17 @@ def test_attention_with_dropout_matches_autograd_attention(shape, onednn):
     (out * upstream).sum().backward()
     (expected * upstream).sum().backward()
     torch.testing.assert_close(ours_input.grad, reference_input.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_mask_values_are_the_boolean_mask_as_ones_and_zeros(dtype):
+    """The byte-wise conversion gives keep.to(dtype) exactly, strided views included."""
+    keep = keep_mask((7, 3, 31, 31), 0.3, _source(), torch.device("cpu"))
+    for mask in (keep, keep.transpose(-2, -1), keep[:, 1]):
+        values = mask_values(mask, dtype)
+        assert values.dtype == dtype and values.shape == mask.shape
+        assert torch.equal(values, mask.to(dtype))
+    assert 0.0 < mask_values(keep, dtype).float().mean() < 1.0
 
 
 def test_attention_without_dropout_is_scaled_dot_product_attention():

@@ -87,3 +87,23 @@ def _parser_of(command: str):
     parser = argparse.ArgumentParser()
     parser.set_defaults(command=command, func=lambda args: None)
     return parser
+
+
+def test_the_trainers_apply_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside the CLI too (Python use, the step benchmarks): each trainer's prepare asks for it."""
+    from tabrepro.bishop import BiSHopTrainer
+    from tabrepro.bishop import trainer as bishop_trainer
+    from tabrepro.npt import NPTConfig, NPTTrainer
+    from tabrepro.npt import trainer as npt_trainer
+    from test_bishop import split, tiny, toy_data
+    from test_npt import TINY, make_table
+
+    applied: list[str] = []
+    monkeypatch.setattr(npt_trainer, "retain_freed_memory", lambda: applied.append("npt") or True)
+    monkeypatch.setattr(bishop_trainer, "retain_freed_memory", lambda: applied.append("bishop") or True)
+    table = make_table(20)
+    NPTTrainer(table.attributes, NPTConfig(**TINY, max_steps=1)).prepare(table)
+    train, val, _ = split(toy_data(30), 20, 5)
+    bishop = BiSHopTrainer(tiny(), "classification", cardinalities=(3,), n_numerical=3, n_classes=2)
+    bishop.prepare(train, val)
+    assert applied == ["npt", "bishop"]

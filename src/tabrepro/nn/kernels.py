@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tabrepro.nn.dropout import DropoutSource, keep_mask
+from tabrepro.nn.dropout import DropoutSource, keep_mask, mask_values
 
 __all__ = ["use_onednn", "Linear", "linear", "batched_matmul", "attention"]
 
@@ -189,7 +189,7 @@ class _DropoutAttention(torch.autograd.Function):
         scores = _scores(q, k, onednn)
         weights = torch.softmax(scores, dim=-1).to(dtype)
         del scores
-        dropped = weights * keep.to(dtype)
+        dropped = weights * mask_values(keep, dtype)
         out = _product(dropped, v.to(dtype), onednn) * (1.0 / (1.0 - p))
         ctx.save_for_backward(q, k, v, weights, keep)
         ctx.p, ctx.onednn = p, onednn
@@ -200,7 +200,7 @@ class _DropoutAttention(torch.autograd.Function):
         q, k, v, weights, keep = ctx.saved_tensors
         dtype, onednn = weights.dtype, ctx.onednn
         grad = grad_out.to(dtype) * (1.0 / (1.0 - ctx.p))
-        mask = keep.to(dtype)
+        mask = mask_values(keep, dtype)
         dropped = weights * mask
         grad_v = _product(dropped.transpose(-2, -1), grad, onednn)
         del dropped

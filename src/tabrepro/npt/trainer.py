@@ -17,6 +17,10 @@ A validation pass long enough to save its progress (`SavedPass`: hours on HIGGS 
 saves the training state it follows, marked `validation_pending`; a job stopped in that pass goes
 on with it (after its saved batches) instead of training again since the last checkpoint.
 
+Speed: `prepare` asks glibc to keep freed memory (`tabrepro.nn.session.retain_freed_memory`,
+process-wide, changes no result), as the CLI does for every training command, so that a step does
+not fault in again the activations' pages the previous one handed back; in Python use too.
+
 Evaluation masks every validation and test target (they are zero in `NPTTable.inputs` anyway),
 reveals every training target, and scores the validation rows; model selection keeps the
 weights with the lowest validation target loss.
@@ -36,7 +40,7 @@ from torch import Tensor
 from tabrepro.features import Feature
 from tabrepro.nn.checkpoint import ResumableTrainer, save_state_dict
 from tabrepro.nn.progress import logged_batches
-from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device
+from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
 from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
 from tabrepro.npt.masking import (
     TEST,
@@ -146,6 +150,7 @@ class NPTTrainer(ResumableTrainer):
         if table.attributes != self.attributes:
             raise ValueError("the table's attributes differ from the trainer's")
         cfg = self.config
+        retain_freed_memory()  # as BiSHop's trainer and the CLI do: no heap re-grown every step
         self.table = table.to(self.device)
         train_rows = self.table.rows(TRAIN)
         if train_rows.numel() == 0:
