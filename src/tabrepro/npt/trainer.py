@@ -18,8 +18,8 @@ saves the training state it follows, marked `validation_pending`; a job stopped 
 on with it (after its saved batches) instead of training again since the last checkpoint.
 
 Speed: `prepare` asks glibc to keep freed memory (`tabrepro.nn.session.retain_freed_memory`,
-process-wide, changes no result), as the CLI does for every training command, so that a step does
-not fault in again the activations' pages the previous one handed back; in Python use too.
+process-wide, changes no result), as the CLI does for every training command, so that a step used
+from Python does not fault in again the activations' pages the previous step handed back.
 
 Evaluation masks every validation and test target (they are zero in `NPTTable.inputs` anyway),
 reveals every training target, and scores the validation rows; model selection keeps the
