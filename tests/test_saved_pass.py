@@ -252,7 +252,7 @@ def test_a_pass_shorter_than_the_save_interval_writes_nothing(tmp_path):
     assert not (tmp_path / PASS_FILE).exists()
 
 
-def test_saved_pass_writes_at_most_once_per_interval_and_computes_its_key_once(tmp_path):
+def test_saved_pass_writes_at_most_once_per_interval_and_computes_its_key_once(tmp_path, caplog):
     ticks = iter([0.0, 100.0, 310.0, 400.0, 620.0])  # construction, then after batches 1-4
     keys = []
     outputs = torch.zeros(4)
@@ -267,8 +267,14 @@ def test_saved_pass_writes_at_most_once_per_interval_and_computes_its_key_once(t
     assert sorted(set(writes)) == [2, 4] and len(keys) == 1
     again = SavedPass(tmp_path, lambda: "key", torch.zeros(4))
     assert again.resume() == 4 and torch.equal(again.outputs, torch.tensor([1.0, 2.0, 3.0, 4.0]))
-    assert SavedPass(tmp_path, lambda: "other", torch.zeros(4)).resume() == 0
-    assert SavedPass(tmp_path, lambda: "key", torch.zeros(5)).resume() == 0  # other shape
+    with caplog.at_level(logging.INFO, logger="tabrepro.nn.checkpoint"):
+        assert SavedPass(tmp_path, lambda: "other", torch.zeros(4)).resume() == 0
+        assert SavedPass(tmp_path, lambda: "key", torch.zeros(5)).resume() == 0  # other shape
+    # a saved file that is not this pass's (say, carried from a machine whose weights differ) is
+    # said in the job's log, not skipped in silence
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2 and all(str(tmp_path / PASS_FILE) in m and "starts at its first batch" in m for m in said)
+    assert "other weights" in said[0] and "another shape" in said[1]
     again.finish()
     assert not (tmp_path / PASS_FILE).exists()
 

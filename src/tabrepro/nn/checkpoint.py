@@ -192,8 +192,13 @@ class SavedPass:
             return 0
         saved = torch.load(self.path, map_location="cpu", weights_only=True)
         if saved.get("format") != PASS_FORMAT or saved.get("key") != self.key():
+            other = "an older format" if saved.get("format") != PASS_FORMAT else "other weights, data or batches"
+            log.info("the saved pass in %s belongs to %s; this pass starts at its first batch", self.path, other)
             return 0
         if tuple(saved["outputs"].shape) != tuple(self.outputs.shape):
+            log.info(
+                "the saved pass in %s holds outputs of another shape; this pass starts at its first batch", self.path
+            )
             return 0
         self.outputs.copy_(saved["outputs"])
         self._holds_file = True
