@@ -15,6 +15,7 @@ from tabrepro.nn import checkpoint
 from tabrepro.nn.checkpoint import PASS_FILE, SavedPass
 from tabrepro.nn.progress import logged_batches
 from tabrepro.npt import NPTConfig, NPTTrainer
+from tabrepro.npt.masking import TRAIN
 from tabrepro.npt.model import NPTNetwork
 from test_bishop import split, tiny, toy_data
 from test_npt import TINY, make_table
@@ -73,6 +74,8 @@ def test_npt_killed_in_its_validation_pass_resumes_after_the_saved_batches(
             NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
     saved = torch.load(tmp_path / PASS_FILE, weights_only=True)
     assert saved["batches_done"] == 4
+    # the file holds the outputs of the rows whose target is hidden, not a zero row per training row
+    assert saved["outputs"].shape == (int((table.split != TRAIN).sum()), table.attributes[-1].one_hot_width)
 
     # No periodic checkpoint was due, but the pass saved the training state it follows before
     # its first batches: the resumed job trains no step again and goes on with the pass.

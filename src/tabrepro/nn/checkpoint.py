@@ -25,7 +25,7 @@ from tabrepro.io import atomic_open
 
 BEST_WEIGHTS_PREFIX = "best-weights-at-"  # + the training position + ".pt", with best_weights_on_disk
 PASS_FILE = "pass-in-progress.pt"  # a long prediction pass's outputs so far (SavedPass)
-PASS_FORMAT = 1
+PASS_FORMAT = 2  # 2: NPT saves the outputs of its hidden rows only (1 held every row's)
 PassPart = str | Tensor | Sequence[Tensor]  # one thing a pass's outputs depend on besides the weights
 PassIdentity = Sequence[PassPart]
 SAVE_PASS_EVERY_S = 300.0  # how often a long pass writes its outputs so far

@@ -24,7 +24,7 @@ from pathlib import Path
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_path
 
-# A git repository takes a k-NN piece (~1 MB), BiSHop's state or a pass's batches (~14 MB on
+# A git repository takes a k-NN piece (~1 MB), BiSHop's state or NPT's pass batches (~14.5 MB on
 # HIGGS); NPT-Base's training state (~2.9 GB) stays behind and its steps are redone.
 MAX_FILE_MB = 64.0
 
