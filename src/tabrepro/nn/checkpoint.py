@@ -191,14 +191,16 @@ class SavedPass:
         if self.path is None or not self.path.is_file():
             return 0
         saved = torch.load(self.path, map_location="cpu", weights_only=True)
-        if saved.get("format") != PASS_FORMAT or saved.get("key") != self.key():
-            other = "an older format" if saved.get("format") != PASS_FORMAT else "other weights, data or batches"
-            log.info("the saved pass in %s belongs to %s; this pass starts at its first batch", self.path, other)
-            return 0
-        if tuple(saved["outputs"].shape) != tuple(self.outputs.shape):
-            log.info(
-                "the saved pass in %s holds outputs of another shape; this pass starts at its first batch", self.path
-            )
+        if saved.get("format") != PASS_FORMAT:
+            other = "is of an older format"
+        elif saved.get("key") != self.key():
+            other = "belongs to other weights, data or batches"
+        elif tuple(saved["outputs"].shape) != tuple(self.outputs.shape):
+            other = "holds outputs of another shape"
+        else:
+            other = None
+        if other is not None:
+            log.info("the saved pass in %s %s; this pass starts at its first batch", self.path, other)
             return 0
         self.outputs.copy_(saved["outputs"])
         self._holds_file = True
