@@ -191,8 +191,8 @@ class SavedPass:
         if self.path is None or not self.path.is_file():
             return 0
         saved = torch.load(self.path, map_location="cpu", weights_only=True)
-        if saved.get("format") != PASS_FORMAT:
-            other = "is of an older format"
+        if saved.get("format") != PASS_FORMAT:  # older, or written by a newer checkout
+            other = f"is in saved-pass format {saved.get('format')}, not {PASS_FORMAT}"
         elif saved.get("key") != self.key():
             other = "belongs to other weights, data or batches"
         elif tuple(saved["outputs"].shape) != tuple(self.outputs.shape):
