@@ -23,6 +23,8 @@ model name\t: something else entirely
 flags\t\t: fpu
 """
 EPYC_AVX2 = """processor\t: 0
+cpu family\t: 23
+model\t\t: 49
 model name\t: AMD EPYC 7B12
 flags\t\t: fpu sse4_2 avx fma avx2 sha_ni
 """
@@ -49,6 +51,8 @@ def test_parse_cpuinfo_reads_model_flags_and_isa_level():
         "AVX2",
         ["sse4_2", "avx", "fma", "avx2"],
     )
+    assert epyc["family_model"] == "family 23 model 49"  # "model" is not "model name"
+    assert "family_model" not in prov.parse_cpuinfo(COOPER_LAKE)  # no family lines in that text
     assert prov.parse_cpuinfo(COOPER_LAKE)["isa_level"] == "AVX-512 BF16"
     arm = prov.parse_cpuinfo(GRAVITON)
     assert arm["model"] == "implementer 0x41 part 0xd4f" and arm["isa_level"] == "SVE2"

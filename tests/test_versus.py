@@ -177,6 +177,8 @@ def test_summary_and_table():
     assert lines[0].startswith("case") and "ours faster" in lines[0] and set(lines[1]) <= {"-", "+"}
     bishop_row, npt_row = lines[2], lines[3]
     assert bishop_row.startswith("bishop_code") and "4.00x" in bishop_row and "25.0 (25%)" in bishop_row
+    assert "5.00x" in bishop_row  # at the peak: 80 GFLOP in 0.8 s against the authors' 4 s
+    assert "ours at peak" in lines[0] and "5.00x" not in cli.format_table([summary])[2]  # no peak, no bound
     assert "8.0" in bishop_row and "32.0" in bishop_row
     assert npt_row.startswith("npt_breast_cancer") and "3.00x" in npt_row and npt_row.rstrip().endswith("-")
     assert len({len(line) for line in lines}) == 1  # aligned columns
@@ -356,7 +358,11 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
 
     run = json.loads(SPEED_RUNS[0].read_text())
     run["machine"].update(git_commit="a" * 40 + "+dirty", isa_limits={"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    run["machine"]["cpu_family_model"] = "family 25 model 1"
     run["cases"][0]["ratio"] = 1.234
+    run["matmul_peak"]["peak_gflops"] = 100.0
+    run["cases"][0]["authors"]["step_s_median"] = 3.0
+    run["cases"][0]["ours"]["gflop_per_step"] = 200.0  # 2 s at the peak: the ratio's bound is 1.5
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
     readme = tmp_path / "README.md"
@@ -367,7 +373,8 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
     assert run["machine"]["cpu_model"] in text and "`ONEDNN_MAX_CPU_ISA=AVX2`" in text
-    assert "aaaaaaaaaaaa+dirty" in text and "**1.23×**" in text and "load " in text
+    assert "aaaaaaaaaaaa+dirty" in text and "**1.23×** | 1.50× |" in text and "load " in text
+    assert f"{run['machine']['cpu_model']}, family 25 model 1 (" in text
     assert record.main([str(path), "--readme", str(readme), "--check"]) == 0
 
 

@@ -139,7 +139,8 @@ def reset_peak_memory() -> None:
 
 
 def parse_cpuinfo(text: str) -> dict[str, Any]:
-    """CPU model name and the ISA flags of ISA_FLAGS present, from /proc/cpuinfo's text.
+    """CPU model name, the ISA flags of ISA_FLAGS present and (x86) the CPU family and model
+    numbers, from /proc/cpuinfo's text ("AMD EPYC" alone does not say which generation).
 
     Only the first processor's entry is read: a machine's cores share one model and flag set.
     """
@@ -156,7 +157,10 @@ def parse_cpuinfo(text: str) -> dict[str, Any]:
     if not model and "cpu implementer" in fields:  # aarch64 names no model: implementer/part ids
         model = f"implementer {fields['cpu implementer']} part {fields.get('cpu part', '?')}"
     flags = [flag for flag in ISA_FLAGS if flag in present]
-    return {"model": model, "flags": flags, "isa_level": isa_level(flags)}
+    info = {"model": model, "flags": flags, "isa_level": isa_level(flags)}
+    if "cpu family" in fields and "model" in fields:  # x86: names a generation the model name may not
+        info["family_model"] = f"family {fields['cpu family']} model {fields['model']}"
+    return info
 
 
 def isa_level(flags: list[str] | tuple[str, ...]) -> str:

@@ -86,6 +86,7 @@ __all__ = [
     "ours_npt_case",
     "run_ours",
     "summarise",
+    "ratio_at_peak",
     "ratio",
 ]
 
@@ -308,3 +309,11 @@ def summarise(case: Case, authors_runs: list[dict[str, Any]], our_runs: list[dic
 def ratio(authors_s: float, ours_s: float) -> float:
     """How many times faster ours is: authors' step time / ours (> 1: ours faster)."""
     return authors_s / ours_s if ours_s > 0 else float("inf")
+
+
+def ratio_at_peak(summary: dict[str, Any], peak_gflops: float) -> float:
+    """The ratio our step would reach if all of it ran at the machine's matmul peak: the authors'
+    time over (our counted GFLOP per step / peak). No code that does our step's arithmetic can
+    pass it on this machine, so it tells what part of a speed target is engineering (the gap
+    between `ratio` and this bound) and what part only less arithmetic could reach."""
+    return ratio(summary["authors"]["step_s_median"], summary["ours"]["gflop_per_step"] / peak_gflops)

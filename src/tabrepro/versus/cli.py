@@ -103,12 +103,14 @@ def _rate(gflops: float, peak: float | None) -> str:
 
 
 def format_table(summaries: Sequence[dict[str, Any]], peak_gflops: float | None = None) -> list[str]:
-    """The comparison table, one row per case (achieved GFLOP/s with their share of the peak)."""
+    """The comparison table, one row per case (achieved GFLOP/s with their share of the peak, and
+    with a peak the bound on the ratio: ours at the peak, `cases.ratio_at_peak`)."""
     header = (
         "case",
         "authors s/step",
         "ours s/step",
         "ours faster",
+        "ours at peak",
         "authors GFLOP/s",
         "ours GFLOP/s",
         "authors samples/s",
@@ -123,6 +125,7 @@ def format_table(summaries: Sequence[dict[str, Any]], peak_gflops: float | None 
                 f"{authors['step_s_median']:.3f}",
                 f"{ours['step_s_median']:.3f}",
                 format_ratio(summary["ratio"]),
+                format_ratio(cases.ratio_at_peak(summary, peak_gflops)) if peak_gflops else "-",
                 _rate(authors["gflops_per_s"], peak_gflops),
                 _rate(ours["gflops_per_s"], peak_gflops),
                 f"{authors['samples_per_s']:.1f}" if "samples_per_s" in authors else "-",

@@ -158,6 +158,7 @@ def machine_info(threads: int) -> dict[str, Any]:
     cpu = cpu_info()
     return {
         "cpu_model": cpu.get("model"),
+        "cpu_family_model": cpu.get("family_model"),
         "isa_level": cpu.get("isa_level"),
         "isa_flags": list(cpu.get("flags") or []),
         "logical_cores": cpu.get("logical_cores"),
