@@ -52,6 +52,15 @@ def _repo(path: Path) -> str:
     return _git("rev-parse", "HEAD", cwd=path)
 
 
+def _runs(authors_s: tuple[float, ...], ours_s: tuple[float, ...]) -> tuple[list[dict], list[dict]]:
+    """One run per round for each side, with these median step times."""
+
+    def run(step: float) -> dict:
+        return {"step_s_median": step, "step_s_min": step, "gflop_per_step": 100.0}
+
+    return [run(t) for t in authors_s], [run(t) for t in ours_s]
+
+
 def _summary(name: str = "bishop_code", authors_s: float = 4.0, ours_s: float = 1.0) -> dict:
     case = cases.CASES[name]
     authors_run = {"step_s_median": authors_s, "step_s_min": authors_s, "gflop_per_step": 100.0, "data_s_median": 0.01}
@@ -170,6 +179,9 @@ def test_ratio_is_authors_time_over_ours():
 def test_summary_and_table():
     summary = _summary()
     assert summary["ratio"] == 4.0
+    assert cases.round_ratios(summary) == [4.0, 4.0, 4.0]
+    two_rounds = cases.summarise(cases.CASES["bishop_code"], *_runs((4.0, 6.0), (2.0, 2.0)))
+    assert cases.round_ratios(two_rounds) == [2.0, 3.0] and two_rounds["ratio"] == 2.5
     assert summary["authors"]["gflops_per_s"] == 25.0 and summary["ours"]["gflops_per_s"] == 80.0
     assert summary["authors"]["samples_per_s"] == 8.0 and summary["ours"]["samples_per_s"] == 32.0
     assert summary["authors"]["data_s_median"] == 0.01 and "data_s_median" not in summary["ours"]
@@ -373,7 +385,9 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
     assert run["machine"]["cpu_model"] in text and "`ONEDNN_MAX_CPU_ISA=AVX2`" in text
-    assert "aaaaaaaaaaaa+dirty" in text and "**1.23×** | 1.50× |" in text and "load " in text
+    assert "aaaaaaaaaaaa+dirty" in text and "**1.23×** (" in text and "| 1.50× |" in text and "load " in text
+    spread = record._spread(cases.round_ratios(run["cases"][0]))
+    assert f"({spread}) | 1.50× |" in text and "–" in spread  # the rounds' own ratios, low to high
     assert f"{run['machine']['cpu_model']}, family 25 model 1 (" in text
     assert record.main([str(path), "--readme", str(readme), "--check"]) == 0
 

@@ -87,6 +87,7 @@ __all__ = [
     "run_ours",
     "summarise",
     "ratio_at_peak",
+    "round_ratios",
     "ratio",
 ]
 
@@ -309,6 +310,13 @@ def summarise(case: Case, authors_runs: list[dict[str, Any]], our_runs: list[dic
 def ratio(authors_s: float, ours_s: float) -> float:
     """How many times faster ours is: authors' step time / ours (> 1: ours faster)."""
     return authors_s / ours_s if ours_s > 0 else float("inf")
+
+
+def round_ratios(summary: dict[str, Any]) -> list[float]:
+    """The ratio of each round (the authors' run and ours of the same round): their spread says
+    how far one round's figure can be trusted on this machine, which the median alone hides."""
+    pairs = zip(summary["authors"]["runs"], summary["ours"]["runs"], strict=True)
+    return [ratio(theirs["step_s_median"], ours["step_s_median"]) for theirs, ours in pairs]
 
 
 def ratio_at_peak(summary: dict[str, Any], peak_gflops: float) -> float:

@@ -7,6 +7,7 @@ A speed figure in the README is a record of a run, so it is never typed by hand:
 (written by `python -m tabrepro.versus --json`) is committed under docs/speed/, and the block
 between the markers below is generated from them, with the machine, its ISA, the libraries'
 ISA limits, the load and the commit beside every table. A test keeps block and files in step.
+"(rounds)" is the range of the rounds' own ratios (`tabrepro.versus.cases.round_ratios`);
 "ours at peak" is `tabrepro.versus.cases.ratio_at_peak`: the ratio if our whole step ran at the
 machine's measured matmul peak, the most our arithmetic allows there.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from tabrepro.errors import InputError
 from tabrepro.readme_blocks import RunsBlock, sections_block
-from tabrepro.versus.cases import ratio_at_peak
+from tabrepro.versus.cases import ratio_at_peak, round_ratios
 
 __all__ = ["README_BEGIN", "README_END", "render_block", "update_readme", "main"]
 
@@ -29,6 +30,10 @@ README_END = "<!-- versus:end -->"
 
 def _ratio(value: float) -> str:
     return f"**{value:.2f}×**" if value == value else "n/a"
+
+
+def _spread(ratios: list[float]) -> str:
+    return f"{min(ratios):.2f}–{max(ratios):.2f}" if len(ratios) > 1 else "one round"
 
 
 def _rounds(run: dict[str, Any]) -> str:
@@ -66,7 +71,7 @@ def _run_heading(run: dict[str, Any], source: str) -> str:
 def _table(run: dict[str, Any]) -> list[str]:
     peak = run["matmul_peak"]["peak_gflops"]
     lines = [
-        "| case | authors s/step | ours s/step | ours faster | ours at peak "
+        "| case | authors s/step | ours s/step | ours faster (rounds) | ours at peak "
         "| GFLOP/s authors / ours (% of peak) | samples/s authors / ours |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -80,7 +85,8 @@ def _table(run: dict[str, Any]) -> list[str]:
         samples = f"{theirs['samples_per_s']:.1f} / {ours['samples_per_s']:.1f}" if "samples_per_s" in theirs else "–"
         lines.append(
             f"| `{case['case']}` | {theirs['step_s_median']:.3f} | {ours['step_s_median']:.3f} | "
-            f"{_ratio(case['ratio'])} | {ratio_at_peak(case, peak):.2f}× | {rates} | {samples} |"
+            f"{_ratio(case['ratio'])} ({_spread(round_ratios(case))}) | {ratio_at_peak(case, peak):.2f}× | "
+            f"{rates} | {samples} |"
         )
     return lines
 
