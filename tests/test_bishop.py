@@ -21,7 +21,7 @@ from tabrepro.bishop import (
     PiecewiseLinearEncoding,
     TabularTensors,
 )
-from tabrepro.bishop.entmax import alpha_from_logit, entmax, entmax_bisect
+from tabrepro.bishop.entmax import _newton_start, alpha_from_logit, entmax, entmax_bisect
 from tabrepro.bishop.trainer import STATE_FILE, WEIGHTS_FILE
 from tabrepro.features import FeatureLayout
 
@@ -121,6 +121,41 @@ def test_entmax_gradcheck_scores_and_alpha(solver, alpha):
     z4 = torch.randn(2, 3, 2, 5, dtype=torch.float64, requires_grad=True)
     eps4 = torch.tensor([0.1, alpha - 1.0, 0.9], dtype=torch.float64).view(1, 3, 1, 1)
     assert torch.autograd.gradcheck(lambda s, e: entmax(s, e, solver=solver), (z4, eps4.requires_grad_()))
+
+
+@pytest.mark.parametrize("eps", [0.02, 0.3, 0.5, 1.0])
+def test_newton_starts_left_of_the_root(eps):
+    """Jensen's start leaves at least unit mass, so Newton still climbs monotonically; on a
+    uniform row it is the root itself."""
+    g = torch.Generator().manual_seed(0)
+    u = torch.randn(500, 12, generator=g, dtype=torch.float64) * torch.rand(500, 1, generator=g, dtype=torch.float64)
+    u = 4 * (u - u.amax(-1, keepdim=True))
+    e = torch.tensor(eps, dtype=torch.float64)
+    hi = -torch.expm1(-e * math.log(12)) / e
+    tau = _newton_start(u, hi, -1)
+    mass = torch.clamp(1 + e * (u - tau), min=0).pow(1 / e).sum(-1)
+    assert (mass >= 1 - 1e-12).all()
+    assert (tau > 0).any()
+    torch.testing.assert_close(_newton_start(torch.zeros(3, 12, dtype=torch.float64), hi, -1), hi.expand(3, 1))
+
+
+@pytest.mark.parametrize("eps", [0.02, 0.08, 0.1, 0.5, 0.95])
+def test_entmax_float32_gradients_match_float64(eps):
+    """Both forms of the α gradient (series below ε = 0.1, closed form from there) and the
+    score gradient keep float32 close to a float64 reference, along a leading axis too."""
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(64, 5, 30, generator=g, dtype=torch.float64) * 3
+    w = torch.randn(z.shape, generator=g, dtype=torch.float64)
+    grads = {}
+    for dtype in (torch.float64, torch.float32):
+        zz = z.to(dtype).requires_grad_(True)
+        e = torch.tensor(eps, dtype=dtype, requires_grad=True)
+        out = (entmax(zz, e, dim=1) * w.to(dtype)).sum()
+        grads[dtype] = [g.double() for g in torch.autograd.grad(out, (zz, e))]
+    (gz64, ge64), (gz32, ge32) = grads[torch.float64], grads[torch.float32]
+    # near sparsemax an entry on the support's edge may fall either side in float32
+    assert float((gz32 - gz64).abs().max()) < 1e-4 * float(gz64.abs().max())
+    assert abs(float(ge32 - ge64)) < 1e-4 * max(1.0, abs(float(ge64)))
 
 
 def test_entmax_alpha_gradient_has_the_softmax_limit():

@@ -15,10 +15,11 @@ the scores. That form is why this module exists next to the `entmax` package (wh
   cancels catastrophically as ε → 0; we evaluate the same quantity through a series that has
   the finite softmax limit (see `_p_dlogp_deps`).
 * speed: BiSHop calls entmax ~20 times per forward pass on small rows; the threshold is found by
-  bisection (the reference, as in the thesis) or by Newton's method from the left bracket end,
-  which converges monotonically because Σ_i p_i(τ) is convex and decreasing in τ for α ≤ 2 (the
-  same root, to float precision, in 3-8 instead of ~30 iterations: ~3x faster than our
-  bisection and ~6x faster than the package's 50-step `entmax_bisect` on BiSHop's shapes).
+  bisection (the reference, as in the thesis) or by Newton's method from a lower bound of the
+  root (Jensen's), which converges monotonically because Σ_i p_i(τ) is convex and decreasing in
+  τ for α ≤ 2 (the same root, to float precision, in 3-7 instead of ~30 iterations: ~3x faster
+  than our bisection and ~6x faster than the package's 50-step `entmax_bisect` on BiSHop's
+  shapes). Both work with the normalised axis first, where its sums are vectorised.
 
 Both solvers end by renormalising p to sum to one. The backward pass is closed form and never
 differentiates through the iterations: with g = p^(2-α) on the support,
@@ -46,6 +47,7 @@ Solver = Literal["bisect", "newton"]
 
 _EPS_FLOOR = 1e-20  # ε below this is treated as this (indistinguishable from softmax in fp32/fp64)
 _SERIES_LIMIT = 0.5  # φ(x) by its Taylor series below this, in closed form above
+_CLOSED_FORM_EPS = 0.1  # from this ε on, the α gradient needs no series at all
 _NEWTON_MAX_ITER = 100
 
 
@@ -81,6 +83,16 @@ def _mass(u: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor, dim: int) -> Ten
     return log_p.exp_().sum(dim, keepdim=True).sub_(1.0)
 
 
+def _newton_start(u: Tensor, hi: Tensor, dim: int) -> Tensor:
+    """A lower bound of the threshold τ, closer to it than 0 (the bracket's left end).
+
+    The map x -> [1 + εx]_+^(1/ε) is convex (1/ε >= 1), so by Jensen Σ p_i(τ) >= d p(mean u - τ),
+    which is 1 at τ = mean u + hi: there Σ p >= 1, i.e. τ is left of the root. On BiSHop's score
+    rows Newton needs about a third fewer iterations from here than from 0.
+    """
+    return (u.mean(dim, keepdim=True) + hi).clamp_(min=0.0)
+
+
 def _solve(u: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
     """The threshold τ (relative to max z) with Σ p = 1, shape of u with `dim` reduced to 1."""
     inv_eps = eps.reciprocal()
@@ -97,16 +109,19 @@ def _solve(u: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
         return lo + 0.5 * width
     if solver != "newton":
         raise ValueError(f"unknown entmax solver {solver!r}")
-    # Newton from the left end: f(τ) = Σ p(τ) - 1 is convex and decreasing (1/ε >= 1), so the
-    # iterates increase monotonically towards the root and never overshoot it (up to rounding).
+    # Newton from a point left of the root: f(τ) = Σ p(τ) - 1 is convex and decreasing
+    # (1/ε >= 1), so the iterates increase monotonically towards the root and never overshoot it
+    # (up to rounding).
     # Stops once no row moves by more than a few ulps; the convergence is quadratic there.
-    tau = torch.zeros_like(u.narrow(dim, 0, 1))
+    tau = _newton_start(u, hi, dim)
     tol = 8 * torch.finfo(u.dtype).eps
+    scaled = u * eps  # ε u once: each iteration forms ε (u - τ) as ε u - ε τ
+    floor = _log_floor(u.dtype)
     for _ in range(_NEWTON_MAX_ITER):
-        log_p, base = _log_probabilities(u, tau, eps, inv_eps)
-        p = log_p.exp_()
-        # -f'(τ) = Σ p^(1-ε) = Σ p / base; a floored p over a floored base stays negligible
-        slope = (p / base.clamp_(min=1e-10)).sum(dim, keepdim=True)
+        q = (scaled - tau * eps).clamp_(min=-1.0)
+        p = torch.log1p(q).mul_(inv_eps).clamp_(min=floor).exp_()
+        # -f'(τ) = Σ p^(1-ε) = Σ p / (1 + q); a floored p over a floored base stays negligible
+        slope = (p / q.add_(1.0).clamp_(min=1e-10)).sum(dim, keepdim=True)
         step = (p.sum(dim, keepdim=True) - 1.0) / slope
         tau = torch.minimum(tau + step, hi)
         if float(step.abs().max()) <= tol:
@@ -130,6 +145,11 @@ def _p_dlogp_deps(p: Tensor, log_p: Tensor, g: Tensor, eps: Tensor) -> Tensor:
     x = -ε log p >= 0.5, i.e. ε >= 0.5 / 700), so they are blended without torch.where.
     """
     x = -eps * log_p  # >= 0
+    if float(eps.min()) >= _CLOSED_FORM_EPS:
+        # p x² φ(x) = p (eˣ - 1 - x), with eˣ - 1 by expm1: one pass instead of the series'
+        # dozen; its rounding for small x stays below ~1e-6 of the largest term (fp64
+        # reference, tests/test_bishop.py)
+        return (torch.expm1(x) - x).mul_(p).div_(-(eps * eps))
     series = -p * log_p.square() * _phi_series(x.clamp(max=_SERIES_LIMIT))
     closed = -(g - p - p * x) / eps.clamp(min=1e-4).square()
     use_closed = torch.sign(x - x.clamp(max=_SERIES_LIMIT))  # 1 where x > limit, else 0
@@ -146,38 +166,58 @@ def _sum_to(t: Tensor, shape: torch.Size) -> Tensor:
     return t
 
 
+def _to_front(t: Tensor, dim: int) -> Tensor:
+    """t with axis `dim` first, dense. Why: a sum over a dense leading axis adds whole rows
+    (vectorised), where one over the last axis reduces 3-30 neighbours at a time; on BiSHop's
+    score tensors the leading-axis sum measured 2.5-7x faster, and entmax is mostly such sums
+    and element-wise passes."""
+    return t.movedim(dim, 0).contiguous()
+
+
+def _from_front(t: Tensor, dim: int) -> Tensor:
+    """The inverse of `_to_front`, dense in the caller's layout."""
+    return t.movedim(0, dim).contiguous()
+
+
 class _EntmaxFunction(torch.autograd.Function):
+    """Works with the normalised axis moved to the front (`_to_front`); takes and returns
+    tensors in the caller's layout."""
+
     @staticmethod
     def forward(ctx: Any, z: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
+        dim = dim % z.dim()
         eps_c = eps.detach().to(z.dtype).clamp(min=_EPS_FLOOR, max=1.0)
+        eps_c = _to_front(eps_c.reshape((1,) * (z.dim() - eps_c.dim()) + eps_c.shape), dim)
         inv_eps = eps_c.reciprocal()
-        u = z - z.amax(dim, keepdim=True)
-        tau = _solve(u, eps_c, dim, solver)
+        z_front = _to_front(z, dim)
+        u = z_front - z_front.amax(0, keepdim=True)
+        tau = _solve(u, eps_c, 0, solver)
         log_p, base = _log_probabilities(u, tau, eps_c, inv_eps)
         p = log_p.exp().mul_(torch.sign(base))  # exact zeros outside the support
-        total = p.sum(dim, keepdim=True)
+        total = p.sum(0, keepdim=True)
         p = p.div_(total)
         log_p = log_p.sub_(total.log())
         ctx.save_for_backward(p, log_p, eps_c)
         ctx.dim = dim
         ctx.eps_shape = eps.shape
-        return p
+        return _from_front(p, dim)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, Tensor | None, None, None]:
         p, log_p, eps = ctx.saved_tensors
-        dim = ctx.dim
+        grad = _to_front(grad, ctx.dim)
         # g = p^(1-ε) on the support, 0 elsewhere (= 1/g''(p) of the Tsallis regulariser)
         g = (log_p * (1.0 - eps)).exp_().mul_(torch.sign(p))
-        g_tilde = g / g.sum(dim, keepdim=True)
+        g_tilde = g / g.sum(0, keepdim=True)
         grad_z = grad_eps = None
         if ctx.needs_input_grad[0]:
             gd = g * grad
-            grad_z = gd.sub_(g_tilde * gd.sum(dim, keepdim=True))
+            grad_z = _from_front(gd.sub_(g_tilde * gd.sum(0, keepdim=True)), ctx.dim)
         if ctx.needs_input_grad[1]:
             ph = _p_dlogp_deps(p, log_p, g, eps)
-            dp_deps = ph - g_tilde * ph.sum(dim, keepdim=True)
-            grad_eps = _sum_to((grad * dp_deps).sum(dim, keepdim=True), ctx.eps_shape)
+            dp_deps = ph - g_tilde * ph.sum(0, keepdim=True)
+            per_row = _from_front((grad * dp_deps).sum(0, keepdim=True), ctx.dim)
+            grad_eps = _sum_to(per_row, ctx.eps_shape)
         return grad_z, grad_eps, None, None
 
 
