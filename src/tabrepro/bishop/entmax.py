@@ -142,7 +142,10 @@ def _p_dlogp_deps(p: Tensor, log_p: Tensor, g: Tensor, eps: Tensor) -> Tensor:
 
     Zero outside the support because p and g are. Both branches are finite everywhere (x is
     clamped for the series; ε is floored for the closed form, which is only selected where
-    x = -ε log p >= 0.5, i.e. ε >= 0.5 / 700), so they are blended without torch.where.
+    x = -ε log p >= 0.5, i.e. ε >= 0.5 / 700), so they are blended without torch.where. When every
+    ε of the call is at least _CLOSED_FORM_EPS (BiSHop's α start at 1.5), one closed form through
+    expm1 stays within 9e-7 of the largest term (fp64 reference), like the blend, in one pass
+    instead of about twenty.
     """
     x = -eps * log_p  # >= 0
     if float(eps.min()) >= _CLOSED_FORM_EPS:
