@@ -67,19 +67,20 @@ def _bisect_iterations(dtype: torch.dtype) -> int:
     return 60 if dtype == torch.float64 else 32
 
 
-def _log_probabilities(u: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor) -> tuple[Tensor, Tensor]:
-    """(log p floored at _log_floor, 1 + ε (u - τ) clamped at 0) with u = z - max z.
+def _log_probabilities(scaled: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor) -> tuple[Tensor, Tensor]:
+    """(log p floored at _log_floor, 1 + ε (u - τ) clamped at 0) with u = z - max z, given
+    scaled = ε u (formed once per call: ε (u - τ) is then ε u - ε τ, one pass over the row).
 
     p = [1 + ε (u - τ)]_+^(1/ε) = exp(log1p(ε (u - τ)) / ε), exact as ε -> 0.
     """
-    q = (u - tau).mul_(eps).clamp_(min=-1.0)
-    log_p = torch.log1p(q).mul_(inv_eps).clamp_(min=_log_floor(u.dtype))
+    q = (scaled - tau * eps).clamp_(min=-1.0)
+    log_p = torch.log1p(q).mul_(inv_eps).clamp_(min=_log_floor(scaled.dtype))
     return log_p, q.add_(1.0)
 
 
-def _mass(u: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor, dim: int) -> Tensor:
+def _mass(scaled: Tensor, tau: Tensor, eps: Tensor, inv_eps: Tensor, dim: int) -> Tensor:
     """Σ p(τ) - 1 along `dim` (entries outside the support add e^floor each: negligible)."""
-    log_p, _ = _log_probabilities(u, tau, eps, inv_eps)
+    log_p, _ = _log_probabilities(scaled, tau, eps, inv_eps)
     return log_p.exp_().sum(dim, keepdim=True).sub_(1.0)
 
 
@@ -93,8 +94,9 @@ def _newton_start(u: Tensor, hi: Tensor, dim: int) -> Tensor:
     return (u.mean(dim, keepdim=True) + hi).clamp_(min=0.0)
 
 
-def _solve(u: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
-    """The threshold τ (relative to max z) with Σ p = 1, shape of u with `dim` reduced to 1."""
+def _solve(u: Tensor, scaled: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
+    """The threshold τ (relative to max z) with Σ p = 1, shape of u with `dim` reduced to 1;
+    scaled = ε u."""
     inv_eps = eps.reciprocal()
     d = u.shape[dim]
     # Bracket: τ = 0 gives p_max = 1 (sum >= 1); τ = (1 - d^-ε)/ε gives p_max = 1/d (sum <= 1).
@@ -105,7 +107,7 @@ def _solve(u: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
         for _ in range(_bisect_iterations(u.dtype)):
             width.mul_(0.5)
             mid = lo + width
-            lo = torch.where(_mass(u, mid, eps, inv_eps, dim) >= 0, mid, lo)
+            lo = torch.where(_mass(scaled, mid, eps, inv_eps, dim) >= 0, mid, lo)
         return lo + 0.5 * width
     if solver != "newton":
         raise ValueError(f"unknown entmax solver {solver!r}")
@@ -115,13 +117,11 @@ def _solve(u: Tensor, eps: Tensor, dim: int, solver: Solver) -> Tensor:
     # Stops once no row moves by more than a few ulps; the convergence is quadratic there.
     tau = _newton_start(u, hi, dim)
     tol = 8 * torch.finfo(u.dtype).eps
-    scaled = u * eps  # ε u once: each iteration forms ε (u - τ) as ε u - ε τ
-    floor = _log_floor(u.dtype)
     for _ in range(_NEWTON_MAX_ITER):
-        q = (scaled - tau * eps).clamp_(min=-1.0)
-        p = torch.log1p(q).mul_(inv_eps).clamp_(min=floor).exp_()
-        # -f'(τ) = Σ p^(1-ε) = Σ p / (1 + q); a floored p over a floored base stays negligible
-        slope = (p / q.add_(1.0).clamp_(min=1e-10)).sum(dim, keepdim=True)
+        log_p, base = _log_probabilities(scaled, tau, eps, inv_eps)
+        p = log_p.exp_()
+        # -f'(τ) = Σ p^(1-ε) = Σ p / base; a floored p over a floored base stays negligible
+        slope = (p / base.clamp_(min=1e-10)).sum(dim, keepdim=True)
         step = (p.sum(dim, keepdim=True) - 1.0) / slope
         tau = torch.minimum(tau + step, hi)
         if float(step.abs().max()) <= tol:
@@ -194,8 +194,9 @@ class _EntmaxFunction(torch.autograd.Function):
         inv_eps = eps_c.reciprocal()
         z_front = _to_front(z, dim)
         u = z_front - z_front.amax(0, keepdim=True)
-        tau = _solve(u, eps_c, 0, solver)
-        log_p, base = _log_probabilities(u, tau, eps_c, inv_eps)
+        scaled = u * eps_c
+        tau = _solve(u, scaled, eps_c, 0, solver)
+        log_p, base = _log_probabilities(scaled, tau, eps_c, inv_eps)
         p = log_p.exp().mul_(torch.sign(base))  # exact zeros outside the support
         total = p.sum(0, keepdim=True)
         p = p.div_(total)
