@@ -31,14 +31,15 @@ def run(out: Path, epochs: int, threads: int, settings: dict[str, object]) -> No
     import tabrepro
     from tabrepro.bishop.config import BiSHopConfig
     from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
+    from tabrepro.io import write_json
     from tabrepro.nn.bench import standardised_breast_cancer
 
     torch.set_num_threads(threads)
-    x, y, _ = standardised_breast_cancer(0.6)
+    x, y, n_train = standardised_breast_cancer(0.6)  # standardised on the training rows
     n = len(y)
-    cuts = (int(0.6 * n), int(0.8 * n))
+    n_fit = int(0.8 * n)  # training and validation rows
     empty = torch.zeros((n, 0), dtype=torch.int64)
-    part = [slice(0, cuts[0]), slice(cuts[0], cuts[1]), slice(cuts[1], n)]
+    part = [slice(0, n_train), slice(n_train, n_fit), slice(n_fit, n)]
     train, val, test = (TabularTensors(empty[s], x[s], y[s]) for s in part)
     config = BiSHopConfig(**{"device": "cpu", "max_epochs": epochs, **settings})
     trainer = BiSHopTrainer(config, "classification", n_numerical=x.shape[1], n_classes=2)
@@ -55,7 +56,7 @@ def run(out: Path, epochs: int, threads: int, settings: dict[str, object]) -> No
         "test_auc": float(roc_auc_score(test.y.numpy(), probabilities.numpy())),
         "test_probabilities": probabilities.tolist(),
     }
-    out.write_text(json.dumps(record, indent=1) + "\n")
+    write_json(out, record, indent=1, sort_keys=False)
     metrics = f"accuracy {record['test_accuracy']:.4f}, AUC {record['test_auc']:.4f}"
     print(f"{out}: best epoch {record['best_epoch']}, {metrics}")
 
@@ -66,7 +67,7 @@ def compare(a_path: Path, b_path: Path) -> int:
         if not all(isinstance(r.get(key), float) for r in a["history"] + b["history"]):
             continue
         rel = [abs(x[key] - y[key]) / max(abs(x[key]), 1e-12) for x, y in zip(a["history"], b["history"])]
-        print(f"{key}: largest relative difference per epoch " + " ".join(f"{r:.1e}" for r in rel))
+        print(f"{key}: relative difference, epoch by epoch: " + " ".join(f"{r:.1e}" for r in rel))
     probability_gap = max(abs(p - q) for p, q in zip(a["test_probabilities"], b["test_probabilities"]))
     print(f"test probabilities: largest difference {probability_gap:.2e}")
     same = True
