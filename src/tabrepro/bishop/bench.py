@@ -47,7 +47,7 @@ from tabrepro.nn.bench import (
     synchronize,
 )
 
-__all__ = ["load_data", "run_case", "main"]
+__all__ = ["load_data", "prepared_trainer", "run_case", "main"]
 
 
 def load_data() -> tuple[TabularTensors, TabularTensors]:
@@ -58,6 +58,25 @@ def load_data() -> tuple[TabularTensors, TabularTensors]:
         TabularTensors(empty[:n_train], x[:n_train], t[:n_train]),
         TabularTensors(empty[n_train:], x[n_train:], t[n_train:]),
     )
+
+
+def prepared_trainer(
+    data: tuple[TabularTensors, TabularTensors],
+    device: str = "cpu",
+    batch_size: int = 32,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[BiSHopTrainer, list[torch.Tensor]]:
+    """The benchmark's trainer, prepared on `data` (`load_data()`'s), and its first epoch's full
+    batches (row indices for `train_step`)."""
+    train, val = data
+    config = BiSHopConfig(
+        device=device,
+        batch_size=batch_size,  # type: ignore[arg-type]
+        **(overrides or {}),
+    )
+    trainer = BiSHopTrainer(config, "classification", n_numerical=train.x_num.shape[1], n_classes=2)
+    trainer.prepare(train, val)
+    return trainer, [rows for rows in trainer._epoch_batches(0) if rows.numel() == batch_size]
 
 
 def run_case(
@@ -71,19 +90,11 @@ def run_case(
     """Time `steps` training steps after `warmup` steps; returns the figures."""
     if threads is not None:
         torch.set_num_threads(threads)
-    train, val = load_data()
-    config = BiSHopConfig(
-        device=device,
-        batch_size=batch_size,  # type: ignore[arg-type]
-        **(overrides or {}),
-    )
+    data = load_data()
     memory = PeakMemory()
-    trainer = BiSHopTrainer(config, "classification", n_numerical=train.x_num.shape[1], n_classes=2)
-    trainer.prepare(train, val)
+    trainer, full = prepared_trainer(data, device, batch_size, overrides)
     dev = trainer.device
     memory.reset_device_peak(dev)
-    batches = trainer._epoch_batches(0)
-    full = [b for b in batches if b.numel() == batch_size]
 
     def batch(i: int) -> torch.Tensor:
         return full[i % len(full)]

@@ -37,7 +37,7 @@ from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
 from tabrepro.npt.trainer import NPTTrainer
 
-__all__ = ["CASES", "run_case", "main"]
+__all__ = ["CASES", "prepared_trainer", "run_case", "main"]
 
 CASES: dict[str, dict[str, Any]] = {
     "breast_cancer": {
@@ -95,6 +95,18 @@ def _random_table(case: dict[str, Any], seed: int = 0) -> NPTTable:
     return NPTTable(attributes, values, roles)
 
 
+def prepared_trainer(
+    name: str, device: str = "auto", bf16: bool = False, onednn: bool | Literal["auto"] = "auto"
+) -> NPTTrainer:
+    """Case `name`'s trainer, prepared on its random table."""
+    case = CASES[name]
+    config = NPTConfig(**case["config"], device=device, bf16_autocast=bf16, onednn_linear=onednn)
+    table = _random_table(case)
+    trainer = NPTTrainer(table.attributes, config)
+    trainer.prepare(table)
+    return trainer
+
+
 def run_case(
     name: str,
     steps: int = 3,
@@ -107,13 +119,10 @@ def run_case(
     """Time `steps` training steps of case `name` after `warmup` steps; returns the figures."""
     if threads is not None:
         torch.set_num_threads(threads)
-    case = CASES[name]
-    config = NPTConfig(**case["config"], device=device, bf16_autocast=bf16, onednn_linear=onednn)
-    table = _random_table(case)
     memory = PeakMemory()
-    trainer = NPTTrainer(table.attributes, config)
-    trainer.prepare(table)
-    dev = trainer.device
+    trainer = prepared_trainer(name, device, bf16, onednn)
+    table, config, dev = trainer.table, trainer.config, trainer.device
+    assert table is not None
     memory.reset_device_peak(dev)
     for _ in range(warmup):
         trainer.train_step()

@@ -1,0 +1,159 @@
+"""Where a CPU training step's time goes, operation by operation, by wall clock.
+
+    python scripts/op_times.py bishop [--steps 6] [--warmup 6] [--threads 2] [--set d_model=128 ...]
+    python scripts/op_times.py npt [--case breast_cancer] [--steps 3] [--warmup 2]
+
+Builds the benchmark's trainer (`tabrepro.bishop.bench` / `tabrepro.npt.bench`, the same data and
+configuration), runs the warm-up steps and `--steps` untimed ones, then `--steps` more with a clock
+around every aten call (a `TorchDispatchMode`). On a CPU each call finishes before it returns, so
+the calls' times add up to the step less Python's own work. Prints the step times, the matrix
+products' share and GFLOP/s in place, and the operations and operation-shape pairs that took
+longest. Made for CPUs on which `torch.profiler`'s self times mislead: on session 43's AVX-512 EPYC
+it put GELU at 134 ms of BiSHop's step where this clock read 23 ms (docs/speed.md). CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Operations that are matrix products, with their FLOPs from the operands' shapes.
+_PRODUCT_OPERANDS = {"mm": (0, 1), "bmm": (0, 1), "addmm": (1, 2), "baddbmm": (1, 2)}
+_ONEDNN_LINEAR = "_linear_pointwise"  # tabrepro.nn.kernels: x @ weight.T
+
+
+def product_flops(name: str, args: Sequence[Any]) -> int:
+    """FLOPs (2 per multiply-add) of one matrix-product call; 0 for any other operation."""
+    if name == _ONEDNN_LINEAR:
+        x, weight = args[0], args[1]
+        return 2 * x.numel() * weight.shape[0]
+    if name not in _PRODUCT_OPERANDS:
+        return 0
+    left, right = (args[i] for i in _PRODUCT_OPERANDS[name])
+    return 2 * left.numel() * right.shape[-1]
+
+
+class OpClock(TorchDispatchMode):
+    """Seconds, calls and FLOPs per operation and per (operation, operand shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_op: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0])
+        self.by_shape: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0, 0])
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        out = func(*args, **(kwargs or {}))
+        seconds = time.perf_counter() - start
+        name = func.overloadpacket.__name__
+        shapes = " ".join(str(tuple(a.shape)) for a in args if isinstance(a, torch.Tensor))
+        flops = product_flops(name, args)
+        for entry in (self.by_op[name], self.by_shape[(name, shapes)]):
+            entry[0] += seconds
+            entry[1] += 1
+            entry[2] += flops
+        return out
+
+    def products(self) -> tuple[float, float]:
+        """(seconds, FLOPs) of all matrix-product calls."""
+        rows = [v for k, v in self.by_op.items() if k in _PRODUCT_OPERANDS or k == _ONEDNN_LINEAR]
+        return sum(v[0] for v in rows), sum(v[2] for v in rows)
+
+
+def _parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"op_times.py: --set {pair!r}: expected KEY=VALUE")
+        settings[key] = json.loads(value)
+    return settings
+
+
+def _step_function(args: argparse.Namespace) -> Callable[[int], object]:
+    """A function running training step i of the chosen benchmark's trainer."""
+    if args.model == "bishop":
+        from tabrepro.bishop import bench as bishop_bench
+
+        trainer, batches = bishop_bench.prepared_trainer(
+            bishop_bench.load_data(), "cpu", args.batch_size, _parse_settings(args.set)
+        )
+        return lambda i: trainer.train_step(batches[i % len(batches)])
+    if args.set:
+        raise SystemExit("op_times.py: --set is for bishop; NPT's settings are its --case")
+    from tabrepro.npt import bench as npt_bench
+
+    npt_trainer = npt_bench.prepared_trainer(args.case, "cpu")
+    return lambda i: npt_trainer.train_step()
+
+
+def _table(title: str, rows: list[tuple[str, list[float]]], steps: int, top: int) -> list[str]:
+    lines = [title]
+    for label, (seconds, calls, flops) in sorted(rows, key=lambda r: -r[1][0])[:top]:
+        rate = f"  {flops / seconds / 1e9:6.0f} GFLOP/s" if flops else ""
+        lines.append(f"  {seconds / steps * 1e3:8.1f} ms  {int(calls) // steps:5d} calls{rate}  {label}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", choices=["bishop", "npt"])
+    parser.add_argument("--case", default="breast_cancer", help="NPT benchmark case (tabrepro.npt.bench)")
+    parser.add_argument("--batch-size", type=int, default=32, help="BiSHop's batch size")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="BiSHopConfig overrides (JSON)")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps (default: 6 BiSHop, 3 NPT)")
+    parser.add_argument("--warmup", type=int, default=None, help="warm-up steps (default: 6 BiSHop, 2 NPT)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--top", type=int, default=25, help="rows per table")
+    args = parser.parse_args(argv)
+    steps = args.steps or (6 if args.model == "bishop" else 3)
+    warmup = args.warmup if args.warmup is not None else (6 if args.model == "bishop" else 2)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    step = _step_function(args)
+    for i in range(warmup):
+        step(i)
+    untimed = []
+    for i in range(steps):
+        start = time.perf_counter()
+        step(warmup + i)
+        untimed.append(time.perf_counter() - start)
+    clock = OpClock()
+    start = time.perf_counter()
+    with clock:
+        for i in range(steps):
+            step(warmup + steps + i)
+    clocked = (time.perf_counter() - start) / steps
+    in_ops = sum(v[0] for v in clock.by_op.values()) / steps
+    product_s, flops = clock.products()
+    rate = flops / max(product_s, 1e-12) / 1e9
+    lines = [
+        f"{args.model}, {torch.get_num_threads()} threads, torch CPU capability "
+        f"{torch.backends.cpu.get_cpu_capability()}",
+        "steps without the clock: " + ", ".join(f"{t:.3f}" for t in untimed) + " s",
+        f"with the clock: {clocked:.3f} s a step, {in_ops:.3f} s of it inside operations",
+        f"matrix products: {product_s / steps:.3f} s a step, "
+        f"{flops / steps / 1e9:.1f} GFLOP, {rate:.0f} GFLOP/s; "
+        f"everything else {in_ops - product_s / steps:.3f} s",
+    ]
+    lines += _table("by operation:", list(clock.by_op.items()), steps, args.top)
+    lines += _table(
+        "by operation and operand shapes:",
+        [(f"{name} {shapes}", v) for (name, shapes), v in clock.by_shape.items()],
+        steps,
+        args.top,
+    )
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
