@@ -25,27 +25,17 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-# Operations that are matrix products, with their FLOPs from the operands' shapes.
-_PRODUCT_OPERANDS = {"mm": (0, 1), "bmm": (0, 1), "addmm": (1, 2), "baddbmm": (1, 2)}
-_ONEDNN_LINEAR = "_linear_pointwise"  # tabrepro.nn.kernels: x @ weight.T
-
-
-def product_flops(name: str, args: Sequence[Any]) -> int:
-    """FLOPs (2 per multiply-add) of one matrix-product call; 0 for any other operation."""
-    if name == _ONEDNN_LINEAR:
-        x, weight = args[0], args[1]
-        return 2 * x.numel() * weight.shape[0]
-    if name not in _PRODUCT_OPERANDS:
-        return 0
-    left, right = (args[i] for i in _PRODUCT_OPERANDS[name])
-    return 2 * left.numel() * right.shape[-1]
+from tabrepro.nn.bench import flop_counter
 
 
 class OpClock(TorchDispatchMode):
-    """Seconds, calls and FLOPs per operation and per (operation, operand shapes)."""
+    """Seconds, calls and FLOPs per operation and per (operation, operand shapes). FLOPs are
+    counted as the benchmarks count them (`tabrepro.nn.bench.flop_counter`'s formulas: aten's
+    matrix products and attention, and the oneDNN linear op), 0 for every other operation."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.formulas = flop_counter().flop_registry
         self.by_op: dict[str, list[float]] = defaultdict(lambda: [0.0, 0, 0])
         self.by_shape: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0, 0])
 
@@ -55,7 +45,8 @@ class OpClock(TorchDispatchMode):
         seconds = time.perf_counter() - start
         name = func.overloadpacket.__name__
         shapes = " ".join(str(tuple(a.shape)) for a in args if isinstance(a, torch.Tensor))
-        flops = product_flops(name, args)
+        formula = self.formulas.get(func.overloadpacket)
+        flops = formula(*args, **(kwargs or {}), out_val=out) if formula is not None else 0
         for entry in (self.by_op[name], self.by_shape[(name, shapes)]):
             entry[0] += seconds
             entry[1] += 1
@@ -63,8 +54,8 @@ class OpClock(TorchDispatchMode):
         return out
 
     def products(self) -> tuple[float, float]:
-        """(seconds, FLOPs) of all matrix-product calls."""
-        rows = [v for k, v in self.by_op.items() if k in _PRODUCT_OPERANDS or k == _ONEDNN_LINEAR]
+        """(seconds, FLOPs) of the operations that do counted FLOPs (the matrix products)."""
+        rows = [v for v in self.by_op.values() if v[2] > 0]
         return sum(v[0] for v in rows), sum(v[2] for v in rows)
 
 

@@ -8,6 +8,7 @@ sys.path); tests take the fixtures by name.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -30,6 +31,15 @@ SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SHARED_DATASETS = shared_datasets_dir()
 
 Mutate = Callable[[dict], Any]
+
+
+def load_script(name: str) -> Any:
+    """scripts/NAME.py as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def repo_raw_params() -> dict:

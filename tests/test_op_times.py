@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import load_script
 
 TINY = ["d_model=16", "n_heads=2", "ffn_dim=32", "embed_dim=8", "patch_size=4", "n_pooling=3"]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("op_times", REPO / "scripts" / "op_times.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_product_flops_counts_two_per_multiply_add_and_nothing_else():
-    flops = _script().product_flops
-    a, b, bias = torch.empty(5, 3), torch.empty(3, 7), torch.empty(7)
-    assert flops("mm", (a, b)) == 2 * 5 * 3 * 7
-    assert flops("addmm", (bias, a, b)) == 2 * 5 * 3 * 7
-    assert flops("bmm", (torch.empty(4, 5, 3), torch.empty(4, 3, 7))) == 2 * 4 * 5 * 3 * 7
-    assert flops("_linear_pointwise", (a, torch.empty(7, 3))) == 2 * 5 * 3 * 7
-    assert flops("gelu", (a,)) == 0
+    return load_script("op_times")
 
 
 def test_the_clock_sees_every_call_and_the_products_flops():
@@ -39,6 +24,20 @@ def test_the_clock_sees_every_call_and_the_products_flops():
     seconds, flops = clock.products()
     assert flops == 2 * 8 * 4 * 6 and 0 < seconds <= sum(v[0] for v in clock.by_op.values())
     assert ("mm", "(8, 4) (4, 6)") in clock.by_shape
+    with script.OpClock() as clock:
+        torch.addmm(torch.zeros(6), a, b)
+        torch.bmm(torch.randn(3, 8, 4), torch.randn(3, 4, 6))
+    assert clock.by_op["addmm"][2] == 2 * 8 * 4 * 6 and clock.by_op["bmm"][2] == 3 * 2 * 8 * 4 * 6
+
+
+@pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"), reason="torch without oneDNN's linear op")
+def test_the_onednn_linear_op_counts_as_a_product():
+    from tabrepro.nn.kernels import Linear
+
+    layer = Linear(4, 6, onednn=True)
+    with _script().OpClock() as clock:
+        layer(torch.randn(8, 4))
+    assert clock.products()[1] == 2 * 8 * 4 * 6
 
 
 def test_a_tiny_bishop_step_is_broken_down(capsys):

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from conftest import REPO
+from conftest import load_script
 
 TINY = ["d_model=16", "n_heads=2", "ffn_dim=32", "embed_dim=8", "patch_size=4", "n_pooling=3", "batch_size=64"]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("rounding_drift", REPO / "scripts" / "rounding_drift.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("rounding_drift")
 
 
 def test_a_run_matches_itself_and_a_changed_metric_is_reported(tmp_path, capsys):

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from conftest import REPO, SHARED_DATASETS, tiny_profile
+from conftest import SHARED_DATASETS, load_script, tiny_profile
 
 NPT = {"params": {"max_steps": 2, "embed_dim": 16, "n_layers": 2, "checkpoint_every_steps": 1}}
 
 
 def _run_jobs():
-    spec = importlib.util.spec_from_file_location("run_jobs", REPO / "scripts" / "run_jobs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    return load_script("run_jobs").main
 
 
 @pytest.mark.skipif(SHARED_DATASETS is None, reason="needs the offline dataset copies (../shared/datasets)")
