@@ -26,6 +26,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from tabrepro.nn.bench import flop_counter
+from tabrepro.npt.bench import CASES as NPT_CASES
 
 
 class OpClock(TorchDispatchMode):
@@ -60,29 +61,29 @@ class OpClock(TorchDispatchMode):
 
 
 def _parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs with JSON values; ValueError naming the first bad one."""
     settings: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise SystemExit(f"op_times.py: --set {pair!r}: expected KEY=VALUE")
-        settings[key] = json.loads(value)
+            raise ValueError(f"--set {pair!r}: expected KEY=VALUE")
+        try:
+            settings[key] = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError(f"--set {pair!r}: the value is not JSON (strings need quotes)") from None
     return settings
 
 
-def _step_function(args: argparse.Namespace) -> Callable[[int], object]:
+def _step_function(model: str, case: str, batch_size: int, settings: dict[str, Any]) -> Callable[[int], object]:
     """A function running training step i of the chosen benchmark's trainer."""
-    if args.model == "bishop":
+    if model == "bishop":
         from tabrepro.bishop import bench as bishop_bench
 
-        trainer, batches = bishop_bench.prepared_trainer(
-            bishop_bench.load_data(), "cpu", args.batch_size, _parse_settings(args.set)
-        )
+        trainer, batches = bishop_bench.prepared_trainer(bishop_bench.load_data(), "cpu", batch_size, settings)
         return lambda i: trainer.train_step(batches[i % len(batches)])
-    if args.set:
-        raise SystemExit("op_times.py: --set is for bishop; NPT's settings are its --case")
     from tabrepro.npt import bench as npt_bench
 
-    npt_trainer = npt_bench.prepared_trainer(args.case, "cpu")
+    npt_trainer = npt_bench.prepared_trainer(case, "cpu")
     return lambda i: npt_trainer.train_step()
 
 
@@ -97,7 +98,7 @@ def _table(title: str, rows: list[tuple[str, list[float]]], steps: int, top: int
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", choices=["bishop", "npt"])
-    parser.add_argument("--case", default="breast_cancer", help="NPT benchmark case (tabrepro.npt.bench)")
+    parser.add_argument("--case", default="breast_cancer", choices=sorted(NPT_CASES), help="NPT benchmark case")
     parser.add_argument("--batch-size", type=int, default=32, help="BiSHop's batch size")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="BiSHopConfig overrides (JSON)")
     parser.add_argument("--steps", type=int, default=None, help="timed steps (default: 6 BiSHop, 3 NPT)")
@@ -105,11 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--top", type=int, default=25, help="rows per table")
     args = parser.parse_args(argv)
+    if args.set and args.model == "npt":
+        parser.error("--set is for bishop; NPT's settings are its --case")
+    try:
+        settings = _parse_settings(args.set)
+    except ValueError as error:
+        parser.error(str(error))
     steps = args.steps or (6 if args.model == "bishop" else 3)
     warmup = args.warmup if args.warmup is not None else (6 if args.model == "bishop" else 2)
     if args.threads:
         torch.set_num_threads(args.threads)
-    step = _step_function(args)
+    step = _step_function(args.model, args.case, args.batch_size, settings)
     for i in range(warmup):
         step(i)
     untimed = []

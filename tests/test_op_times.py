@@ -48,9 +48,17 @@ def test_a_tiny_bishop_step_is_broken_down(capsys):
     assert out.count(" calls") == 6  # three rows in each table
 
 
-def test_bad_settings_are_refused():
-    script = _script()
-    with pytest.raises(SystemExit, match="expected KEY=VALUE"):
-        script.main(["bishop", "--set", "d_model"])
-    with pytest.raises(SystemExit, match="--set is for bishop"):
-        script.main(["npt", "--set", "d_model=16"])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bishop", "--set", "d_model"], "expected KEY=VALUE"),
+        (["bishop", "--set", "attention=gsh"], "the value is not JSON"),
+        (["npt", "--set", "d_model=16"], "--set is for bishop"),
+        (["npt", "--case", "iris"], "invalid choice: 'iris'"),
+    ],
+)
+def test_bad_arguments_get_one_line_and_status_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _script().main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
