@@ -493,7 +493,7 @@ def test_learns_a_toy_classification_task():
     data = toy_data(400)
     train, val, test = split(data, 240, 80)
     trainer = BiSHopTrainer(
-        tiny(lr=1e-2, max_epochs=12, batch_size=48), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
+        tiny(lr=1e-2, max_epochs=25, batch_size=48), "classification", cardinalities=(3,), n_numerical=3, n_classes=2
     )
     result = trainer.fit(train, val)
     accuracy = float((trainer.outputs(test).argmax(1) == test.y).float().mean())
