@@ -20,10 +20,11 @@ tests/test_bishop.py). Residual branches add their dropout in one fused kernel
 row-wise block's GSH layers move the projections of their many tokens to their few
 (`HopfieldLayer.cheapest_path`): the pooling layer applies W_K and W_V on the side of its C
 pooling vectors, the row layer W_Q and W_O on the side of the C pooled ones, by associativity
-(3.13 instead of 3.55 GFLOP per sample in a training step at the defaults). Before that, GEMMs
-took ~75 % of a training step (~200 GFLOP/s per core on an AVX-512 CPU); most of the rest is
-memory traffic (head split/merge copies, the weight-gradient transposes inside oneDNN,
-LayerNorm, GELU, dropout masks) and the tiny batched products of the attention.
+(3.13 instead of 3.55 GFLOP per sample in a training step at the defaults). GEMMs take ~75 % of
+a training step (0.63 of 0.84 s on two cores of an AVX-512 EPYC held to AVX2, by
+scripts/op_times.py); most of the rest is memory traffic (head split/merge copies, LayerNorm,
+GELU, dropout masks, the weight-gradient transposes inside oneDNN where it runs) and the tiny
+batched products of the attention.
 
 Parameter count, 30 numerical features, binary target, defaults: 16,985,727 (pinned in
 tests/test_bishop.py). The authors' code at its command-line defaults (the same D_model 256,

@@ -13,7 +13,8 @@ Dropout draws from an explicit `torch.Generator` (see `NPTNetwork.dropout_genera
 tabrepro.nn.dropout) rather than torch's global generator: the trainer owns, checkpoints and
 restores that generator, which is what makes a resumed run bit-identical to an uninterrupted one.
 
-CPU speed (the reference NPT-Small step on Breast Cancer is ~8 CPU-s in the authors' code):
+CPU speed (the authors' NPT-Small step on Breast Cancer took 1.8-3.0 s on two cores in the
+side-by-side records, docs/speed.md):
 fp32 GEMMs go through oneDNN instead of MKL where the CPU runs AVX-512 (`NPTConfig.onednn_linear`,
 "auto"), attention with dropout has a hand-written backward (tabrepro.nn.kernels), and masks draw
 16 random bits per entry (tabrepro.nn.dropout). None of this changes the mathematics;
