@@ -15,17 +15,17 @@ it put GELU at 134 ms of BiSHop's step where this clock read 23 ms (docs/speed.m
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from tabrepro.nn.bench import flop_counter
+from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.nn.bench import flop_counter, parse_overrides
 from tabrepro.npt.bench import CASES as NPT_CASES
 
 
@@ -58,20 +58,6 @@ class OpClock(TorchDispatchMode):
         """(seconds, FLOPs) of the operations that do counted FLOPs (the matrix products)."""
         rows = [v for v in self.by_op.values() if v[2] > 0]
         return sum(v[0] for v in rows), sum(v[2] for v in rows)
-
-
-def _parse_settings(pairs: Sequence[str]) -> dict[str, Any]:
-    """KEY=VALUE pairs with JSON values; ValueError naming the first bad one."""
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ValueError(f"--set {pair!r}: expected KEY=VALUE")
-        try:
-            settings[key] = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError(f"--set {pair!r}: the value is not JSON (strings need quotes)") from None
-    return settings
 
 
 def _step_function(model: str, case: str, batch_size: int, settings: dict[str, Any]) -> Callable[[int], object]:
@@ -109,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.set and args.model == "npt":
         parser.error("--set is for bishop; NPT's settings are its --case")
     try:
-        settings = _parse_settings(args.set)
-    except ValueError as error:
+        settings = parse_overrides(args.set)
+        if args.model == "bishop":
+            BiSHopConfig(**settings)  # a bad field is named here, before any work
+    except (TypeError, ValueError) as error:
         parser.error(str(error))
     steps = args.steps or (6 if args.model == "bishop" else 3)
     warmup = args.warmup if args.warmup is not None else (6 if args.model == "bishop" else 2)

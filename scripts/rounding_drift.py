@@ -77,16 +77,6 @@ def compare(a_path: Path, b_path: Path) -> int:
     return 0 if same else 1
 
 
-def _setting(item: str) -> tuple[str, object]:
-    key, sep, text = item.partition("=")
-    if not sep:
-        raise SystemExit(f"--set {item!r}: expected KEY=VALUE")
-    try:
-        return key, json.loads(text)
-    except json.JSONDecodeError:
-        return key, text
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,7 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.out, args.epochs, args.threads, dict(_setting(item) for item in args.set))
+        from tabrepro.nn.bench import parse_overrides  # imports torch: not needed for `compare`
+
+        try:
+            settings = parse_overrides(args.set)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+        run(args.out, args.epochs, args.threads, settings)
         return 0
     return compare(args.a, args.b)
 

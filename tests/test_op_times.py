@@ -52,7 +52,7 @@ def test_a_tiny_bishop_step_is_broken_down(capsys):
     ("argv", "message"),
     [
         (["bishop", "--set", "d_model"], "expected KEY=VALUE"),
-        (["bishop", "--set", "attention=gsh"], "the value is not JSON"),
+        (["bishop", "--set", "d_modl=16"], "unexpected keyword argument 'd_modl'"),
         (["npt", "--set", "d_model=16"], "--set is for bishop"),
         (["npt", "--case", "iris"], "invalid choice: 'iris'"),
     ],

@@ -26,7 +26,6 @@ slower than one thread; `--omp-passive` sets OMP_WAIT_POLICY=PASSIVE in the case
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import statistics
@@ -42,6 +41,7 @@ from tabrepro.nn.bench import (
     PeakMemory,
     bench_parser,
     flop_counter,
+    parse_overrides,
     run_measurement,
     standardised_breast_cancer,
     synchronize,
@@ -172,13 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read by the spawned case processes
-    overrides: dict[str, Any] = {}
-    for item in args.set:
-        name, _, value = item.partition("=")
-        try:
-            overrides[name] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[name] = value
+    try:
+        overrides = parse_overrides(args.set)
+    except ValueError as error:
+        parser.error(str(error))
     BiSHopConfig(**overrides)  # fail early on a bad field
     default_threads = torch.get_num_threads()
     threads = args.threads or sorted({1, default_threads})

@@ -6,9 +6,10 @@ process per case. The trainers never import this module.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import multiprocessing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
@@ -25,6 +26,7 @@ __all__ = [
     "PeakMemory",
     "run_in_subprocess",
     "bench_parser",
+    "parse_overrides",
     "run_measurement",
 ]
 
@@ -101,6 +103,21 @@ def run_in_subprocess(function: Callable[..., _T], *args: Any, **kwargs: Any) ->
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
         return pool.apply(function, args, kwargs)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """Command-line `--set KEY=VALUE` pairs as config overrides: each value as JSON, or as the
+    text itself where it is not JSON (`attention=gsh`). ValueError names an item without "="."""
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            overrides[key] = json.loads(text)
+        except json.JSONDecodeError:
+            overrides[key] = text
+    return overrides
 
 
 def bench_parser(

@@ -1,0 +1,19 @@
+"""tabrepro.nn.bench: what the benchmarks and scripts share."""
+
+from __future__ import annotations
+
+import pytest
+
+from tabrepro.nn.bench import parse_overrides
+
+
+def test_overrides_take_json_values_else_the_text_and_need_an_equals_sign():
+    assert parse_overrides(["d_model=16", "bf16_autocast=true", "attention=gsh", "beta=null"]) == {
+        "d_model": 16,
+        "bf16_autocast": True,
+        "attention": "gsh",
+        "beta": None,
+    }
+    assert parse_overrides([]) == {}
+    with pytest.raises(ValueError, match="--set 'd_model': expected KEY=VALUE"):
+        parse_overrides(["d_model"])
