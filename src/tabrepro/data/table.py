@@ -15,7 +15,7 @@ from typing import Literal
 
 import pandas as pd
 
-from tabrepro.io import atomic_path, atomic_write
+from tabrepro.io import atomic_files
 from tabrepro.layout import SCHEMA_FILE, TABLE_FILE
 from tabrepro.tasks import Task
 
@@ -62,10 +62,13 @@ class Table:
 
 
 def save_table(table: Table, directory: Path) -> None:
-    """Write table.parquet and schema.json atomically into `directory`."""
-    with atomic_path(directory / TABLE_FILE) as temp:
-        table.frame.to_parquet(temp, index=False)
-    atomic_write(directory / SCHEMA_FILE, table.schema.to_json())
+    """Write table.parquet and schema.json into `directory`, together or not at all (a full disk
+    while writing either leaves the old pair, or none); schema.json, read first, comes last."""
+    with atomic_files() as files:
+        with files.path(directory / TABLE_FILE) as temp:
+            table.frame.to_parquet(temp, index=False)
+        with files.open(directory / SCHEMA_FILE, "w") as handle:
+            handle.write(table.schema.to_json())
 
 
 def load_table(directory: Path) -> Table:
