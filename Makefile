@@ -58,7 +58,7 @@ lock:  ## regenerate requirements.lock from pyproject.toml (UPGRADE=1 to re-reso
 	rm -f $(LOCK).new $(LOCK).notes
 
 run: $(STAMP)  ## main job: the selected profile (default quick: breast cancer, all models, 10 folds)
-	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds all
+	$(BIN)/snakemake --cores $(CORES) --config profile=$(PROFILE) --printshellcmds -- all
 
 # pytest-xdist runs the test files on one worker per core that `nproc` counts (TEST_WORKERS=0:
 # one process, no workers). A file's tests stay together on one worker, so its module fixtures
@@ -80,7 +80,7 @@ lint: $(STAMP)  ## ruff check + format check, snakefmt --check, snakemake --lint
 	$(BIN)/python tests/snakemake_lint.py
 
 dryrun-paper: $(STAMP)  ## list every job of both papers (no data needed)
-	$(BIN)/snakemake all -n --quiet rules --config profile=paper
+	$(BIN)/snakemake -n --quiet rules --config profile=paper -- all
 
 repro: $(STAMP)  ## DVC: reproduce the profile's tables and record them in dvc.lock (docs/dvc.md)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro

@@ -2,8 +2,8 @@
 # reproduction scorecard, NPT's analysis experiments, BiSHop's feature-sparsity curves -> one HTML
 # report (results/report/index.html). A dataset that cannot be downloaded is recorded and left out.
 #
-#   snakemake --cores 2 all                          quick profile (the default in params.yaml)
-#   snakemake --cores 2 --config profile=paper all   every dataset and model of both papers
+#   snakemake --cores 2 all                             quick profile (the default in params.yaml)
+#   snakemake --cores 2 --config profile=paper -- all   every dataset and model of both papers
 #   snakemake --cores 1 results/npt/breast_cancer/xgboost/fold3/metrics.json   one job
 #
 # Rules are thin calls of the `tabrepro` CLI; the logic lives in the package (src/tabrepro).
