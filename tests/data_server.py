@@ -2,7 +2,8 @@
 
 It serves a directory (and/or in-memory files) on a free port from a background thread, records
 every requested path, and can be told, per path, to answer 404, to fail with 5xx a number of
-times before succeeding, to cut the body short, to serve wrong bytes, or to be slow. It stops when
+times before succeeding, to cut the body short, to serve wrong bytes, to be slow, to send the body
+without a Content-Length, to trickle it a byte at a time, or to redirect elsewhere. It stops when
 its context ends, and in any case after `max_lifetime` seconds, so a test can never leave it
 running.
 """
@@ -17,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-FaultKind = Literal["not_found", "fail_then_ok", "truncate", "corrupt", "slow", "stall"]
+FaultKind = Literal[
+    "not_found", "fail_then_ok", "truncate", "corrupt", "slow", "stall", "unannounced", "drip", "redirect"
+]
 
 
 @dataclass
@@ -25,8 +28,9 @@ class Fault:
     kind: FaultKind
     failures: int = 0  # fail_then_ok: how many failing answers come first
     status: int = 500  # fail_then_ok: the failing status
-    keep_bytes: int = 0  # truncate: bytes sent before the connection is closed
-    seconds: float = 0.0  # slow: delay before answering; stall: pause after half the body
+    keep_bytes: int = 0  # truncate / unannounced: bytes sent before the connection is closed
+    seconds: float = 0.0  # slow: delay before answering; stall: pause after half the body; drip: between bytes
+    location: str = ""  # redirect: where the 302 points
     served: int = 0  # how many failing answers were given so far
 
 
@@ -102,6 +106,17 @@ class DataServer:
     def stall(self, path: str, seconds: float) -> None:
         self.faults[self._key(path)] = Fault("stall", seconds=seconds)
 
+    def unannounced(self, path: str, keep_bytes: int | None = None) -> None:
+        """Send the body (its first `keep_bytes` only, when given) with no Content-Length, then close."""
+        self.faults[self._key(path)] = Fault("unannounced", keep_bytes=-1 if keep_bytes is None else keep_bytes)
+
+    def drip(self, path: str, seconds: float) -> None:
+        """Announce the whole length, then send one byte every `seconds`."""
+        self.faults[self._key(path)] = Fault("drip", seconds=seconds)
+
+    def redirect(self, path: str, location: str) -> None:
+        self.faults[self._key(path)] = Fault("redirect", location=location)
+
     def requested(self, path: str) -> int:
         """How many times `path` was asked for."""
         key = self._key(path)
@@ -148,6 +163,9 @@ class DataServer:
         body = self._content(key)
         if fault is not None and fault.kind == "slow":
             time.sleep(fault.seconds)
+        if fault is not None and fault.kind == "redirect":
+            self._redirect(handler, fault.location)
+            return
         if fault is not None and fault.kind == "fail_then_ok" and fault.served < fault.failures:
             fault.served += 1
             self._status(handler, fault.status)
@@ -170,13 +188,33 @@ class DataServer:
         handler.close_connection = True
 
     @staticmethod
-    def _send(handler: http.server.BaseHTTPRequestHandler, body: bytes, fault: Fault | None) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/octet-stream")
-        handler.send_header("Content-Length", str(len(body)))
+    def _redirect(handler: http.server.BaseHTTPRequestHandler, location: str) -> None:
+        handler.send_response(302)
+        handler.send_header("Location", location)
+        handler.send_header("Content-Length", "0")
         handler.send_header("Connection", "close")
         handler.end_headers()
         handler.close_connection = True
+
+    @staticmethod
+    def _send(handler: http.server.BaseHTTPRequestHandler, body: bytes, fault: Fault | None) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/octet-stream")
+        if fault is None or fault.kind != "unannounced":
+            handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        if fault is not None and fault.kind == "unannounced":
+            handler.wfile.write(body if fault.keep_bytes < 0 else body[: fault.keep_bytes])
+            handler.wfile.flush()
+            return
+        if fault is not None and fault.kind == "drip":
+            for index in range(len(body)):
+                handler.wfile.write(body[index : index + 1])
+                handler.wfile.flush()
+                time.sleep(fault.seconds)
+            return
         if fault is not None and fault.kind == "truncate":
             handler.wfile.write(body[: fault.keep_bytes])
             handler.wfile.flush()

@@ -6,7 +6,7 @@
                                                  come from, models, profiles with their job counts
     tabrepro jobs                                list every job of the active profile
     tabrepro configs PAPER DATASET MODEL [--json]   the candidate configurations a job will run
-    tabrepro fetch DATASET [--mirror M]          download + verify a registry dataset into data/raw/
+    tabrepro fetch DATASET [--mirror M] [--refresh]   download + verify a registry dataset into data/raw/
     tabrepro prepare DATASET                     parse raw files (or the embedded copy) into a table
     tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset
     tabrepro train PAPER DATASET MODEL FOLD      tune on validation, score on test, write metrics.json
@@ -141,18 +141,22 @@ def cmd_configs(args: argparse.Namespace) -> None:
 
 def cmd_fetch(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import FetchStatus, write_fetch_status
-    from tabrepro.data.fetch import FetchError, fetch_dataset
+    from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, forget_dataset
 
     params = _params(args)
     fetch = params.raw["fetch"]
+    if args.refresh:
+        for path in forget_dataset(args.dataset, params.raw_dir()):
+            print(f"tabrepro fetch: removed {path}", file=sys.stderr)
     try:
-        files = fetch_dataset(
+        status = fetch_dataset_status(
             args.dataset,
             params.raw_dir(),
             mirror=args.mirror or params.mirror,
             retries=fetch["retries"],
             backoff_seconds=fetch["backoff_seconds"],
             timeout_seconds=fetch["timeout_seconds"],
+            deadline_seconds=fetch.get("deadline_seconds", DEFAULT_DEADLINE_SECONDS),
             progress=not args.quiet,
         )
     except FetchError as error:
@@ -163,8 +167,10 @@ def cmd_fetch(args: argparse.Namespace) -> None:
         print(f"tabrepro fetch: {args.dataset} not obtainable, recorded in {path}: {error}", file=sys.stderr)
         return
     if args.record:
-        write_fetch_status(params.raw_dir(), FetchStatus(args.dataset, ok=True, files=[str(p) for p in files]))
-    for path in files:
+        write_fetch_status(params.raw_dir(), status)
+    if not status.verified:
+        print(f"tabrepro fetch: {args.dataset}: unverified (only the mirror vouches for its checksum)", file=sys.stderr)
+    for path in status.files:
         print(path)
 
 
@@ -580,6 +586,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write <data>/raw/DATASET/fetch_status.json; a download that fails is recorded "
         "there (exit 0) instead of stopping, so a workflow run goes on without it",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="start over: first delete the dataset's files, their recorded hashes (SHA256SUMS) "
+        "and fetch_status.json, then download everything again",
     )
     p = add("prepare", cmd_prepare, "parse a dataset's raw files (or embedded copy) into a canonical table")
     p.add_argument("dataset", help="registry name")

@@ -3,7 +3,10 @@
 A paper-scale run must survive a dataset it cannot download (no network, a dead URL, no mirror
 copy): the fetch step records the failure in `<data>/raw/<source>/fetch_status.json` instead of
 stopping the run, the workflow then leaves that dataset's jobs out, and the scorecard lists the
-dataset with the recorded error. Deleting the status file makes the next run try again.
+dataset with the recorded error. Deleting the status file makes the next run try the download
+again (a failed fetch leaves no file or recorded hash behind to stop it); `tabrepro fetch --refresh`
+also forgets the files and hashes of a fetch that succeeded. `verified` is False when the only
+source of a file's checksum was the mirror that served it (an OpenML fetch without the API).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class FetchStatus:
     ok: bool
     error: str | None = None
     files: list[str] = field(default_factory=list)
+    verified: bool = True  # checksums independent of the mirror (records without the field: True)
 
 
 def status_path(raw_dir: Path, source: str) -> Path:
@@ -53,7 +57,11 @@ def read_fetch_status(raw_dir: Path, source: str) -> FetchStatus | None:
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
     return FetchStatus(
-        source=raw["source"], ok=bool(raw["ok"]), error=raw.get("error"), files=list(raw.get("files") or [])
+        source=raw["source"],
+        ok=bool(raw["ok"]),
+        error=raw.get("error"),
+        files=list(raw.get("files") or []),
+        verified=bool(raw.get("verified", True)),
     )
 
 

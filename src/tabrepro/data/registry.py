@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import urllib.parse
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal, get_args
@@ -272,6 +273,13 @@ def safe_relative_path(path: str) -> bool:
     return all(part not in ("..", ".", "") for part in path.split("/"))
 
 
+def _web_address(url: str) -> bool:
+    """An http(s) URL naming a host: what a download may start from (the files' own URLs are
+    https; fabricated entries in tests use a local http server)."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme in ("https", "http") and bool(parts.hostname) and parts.username is None
+
+
 def _digest(value: Any, pattern: re.Pattern[str], where: str, field: str) -> str | None:
     if value is None:
         return None
@@ -294,8 +302,8 @@ def _remote_file(raw: Any, where: str) -> RemoteFile:
     if not mirror_path or not safe_relative_path(mirror_path):
         raise _fail(where, f"mirror_path {mirror_path!r} must be a relative path without '..'")
     url = _opt_str(raw, "url", where)
-    if url is not None and not url.startswith(("https://", "http://")):
-        raise _fail(where, f"url {url!r} must be http(s)")
+    if url is not None and not _web_address(url):
+        raise _fail(where, f"url {url!r} must be http(s) with a host (and no user name)")
     member = _opt_str(raw, "member", where)
     if member is not None:
         if not name.endswith(".zip"):
