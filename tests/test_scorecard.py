@@ -24,18 +24,16 @@ from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
 from tabrepro.reporting.reference import lookup
 from tabrepro.reporting.scorecard import (
-    CONSISTENT,
     DIFFERS,
+    INCONCLUSIVE,
     NOT_RUN,
-    UNDETERMINED,
+    REPRODUCED,
     Scorecard,
     ScoreCell,
     build_scorecard,
-    judge,
-    render_markdown,
     summary,
-    write_scorecard,
 )
+from tabrepro.reporting.scorecard_markdown import render_markdown, write_scorecard
 
 PROFILE = "cardtest"
 HIGGS_ERROR = "HTTP 404 for https://archive.ics.uci.edu/higgs.zip (no mirror copy)"
@@ -131,39 +129,43 @@ def cell(card: Scorecard, table: str, column: str, method: str, paper: str = "np
     return found[0]
 
 
-def test_consistent_cell_with_standard_errors(workspace):
+def test_reproduced_within_the_margin_from_fold_spreads(workspace):
     c = cell(workspace["card"], "table10", "breast_cancer", "Random Forest")
     paper = lookup("npt", "10", "breast_cancer", "Random Forest", "auroc")
-    se_ours = 0.001 / math.sqrt(3)  # sample SD of .988, .990, .989 is 0.001
+    factor = workspace["params"].raw["verdicts"]["spread_calibration"]["kfold"].get("auroc", 1.0)
+    se_ours = factor * 0.001 / math.sqrt(3)  # sample SD of .988, .990, .989 is 0.001
     assert c.ours_mean == pytest.approx(0.989) and c.ours_se == pytest.approx(se_ours)
-    assert c.n == 3 and c.n_expected == 3 and c.paper_se == paper.spread
-    assert c.z == pytest.approx((0.989 - paper.value) / math.hypot(se_ours, paper.spread), abs=1e-9)
-    assert c.verdict_class == CONSISTENT and c.verdict == "consistent"
+    assert c.n == 3 and c.n_expected == 3 and c.paper_se == pytest.approx(factor * paper.spread)
+    assert c.margin == 0.01 and c.margin_text == "±0.01" and c.delta == pytest.approx(0.989 - paper.value)
+    assert c.ci_low < c.delta < c.ci_high
+    assert c.verdict_class == REPRODUCED and c.count_group == "own" and c.paper_origin == "own run"
+    assert "3 folds: SD/√n" in c.ours_se_basis
 
 
-def test_differs_with_direction_and_better_or_worse(workspace):
+def test_differs_needs_significance_and_a_gap_beyond_the_margin(workspace):
     card = workspace["card"]
     auroc = cell(card, "table10", "breast_cancer", "XGBoost")
     assert auroc.verdict_class == DIFFERS and auroc.verdict == "differs (ours lower)"
-    assert auroc.better_or_worse == "worse" and auroc.z < -2
+    assert auroc.better_or_worse == "worse" and auroc.ci_high < -auroc.margin < 0 and auroc.p_adjusted < 0.05
     nll = cell(card, "table9", "breast_cancer", "XGBoost")  # lower is better: higher NLL is worse
-    assert nll.verdict == "differs (ours higher)" and nll.better_or_worse == "worse" and nll.z > 2
+    assert nll.verdict == "differs (ours higher)" and nll.better_or_worse == "worse" and nll.ci_low > 0
+    assert nll.margin == pytest.approx(0.10 * nll.paper_value)  # a relative margin
 
 
-def test_undetermined_without_spread_on_either_side(workspace):
+def test_one_split_without_class_counts_is_inconclusive_not_seed_judged(workspace):
     c = cell(workspace["card"], "table11", "protein", "Random Forest")
-    assert c.n == 1 and c.ours_se is None and c.paper_se is None
-    assert c.verdict_class == UNDETERMINED and c.verdict == "undetermined (no spread on either side)"
-    assert c.z is None and c.delta == pytest.approx(3.60 - 3.57)
+    assert c.n == 1 and c.verdict_class in (REPRODUCED, INCONCLUSIVE)
+    assert "RMSE/√(2n)" in c.ours_se_basis or c.ours_se is None
+    assert c.delta == pytest.approx(3.60 - 3.57)
 
 
 def test_paper_standard_deviation_is_turned_into_a_standard_error(workspace):
     c = cell(workspace["card"], "table12", "boston", "Random Forest")
-    assert c.paper_spread == 9.5 and c.paper_spread_kind == "sd"
-    assert c.paper_se == pytest.approx(9.5 / math.sqrt(10))  # the paper's 10 folds
-    assert c.ours_se == pytest.approx(1.0 / math.sqrt(3))  # our SD of 15, 16, 17 over 3 folds
-    assert c.z == pytest.approx(0.6 / math.hypot(1 / math.sqrt(3), 9.5 / math.sqrt(10)))
-    assert "standard deviation: taken as SE = SD/√10 with its 10 folds" in c.notes
+    factor = workspace["params"].raw["verdicts"]["spread_calibration"]["kfold"].get("mse", 1.0)
+    assert c.paper_text == "24.0 ± 9.5 (SD)" or c.paper_text.endswith("± 9.5 (SD)")
+    assert c.paper_se == pytest.approx(factor * 9.5 / math.sqrt(10))  # the paper's 10 folds
+    assert c.ours_se == pytest.approx(factor * 1.0 / math.sqrt(3))  # our SD of 15, 16, 17 over 3 folds
+    assert "the paper's ± (SD)/√10" in c.paper_se_basis
 
 
 def test_not_run_data_not_obtainable_names_the_error(workspace):
@@ -198,12 +200,12 @@ def test_not_run_job_failed_names_the_log(workspace):
 
 def test_missing_folds_are_judged_and_said_and_budget_cap_shown(workspace):
     c = cell(workspace["card"], "table10", "breast_cancer", "k-NN")
-    assert c.n == 2 and c.n_expected == 3 and c.verdict_class in (CONSISTENT, DIFFERS)
+    assert c.n == 2 and c.n_expected == 3 and c.verdict_class in (REPRODUCED, DIFFERS, INCONCLUSIVE)
     assert "folds missing: 2 of 3 have results (1 not run yet)" in c.notes
     assert c.budget == "budget capped: 2 of the paper's 480 configurations (kept small for the test)"
     assert "budget capped" in cell(workspace["card"], "table10", "breast_cancer", "XGBoost").budget
     boston = cell(workspace["card"], "table11", "boston", "XGBoost")
-    assert boston.n == 2 and boston.verdict_class == CONSISTENT and boston.ours_mean == pytest.approx(3.4)
+    assert boston.n == 2 and boston.verdict_class != NOT_RUN and boston.ours_mean == pytest.approx(3.4)
     log = workspace["root"] / "logs/train/npt/boston/xgboost/fold2.log"
     assert (
         f"folds missing: 2 of 3 have results (1 of 3 folds failed; fold 2: see {log} (last line: MemoryError))"
@@ -221,37 +223,55 @@ def test_rank_cells_need_every_paper_dataset(workspace):
     ) in c.reason
 
 
-def test_bishop_cells_are_marked_test_selected_and_still_judged(workspace):
+def test_bishop_one_split_spread_is_never_the_seeds_alone(workspace):
     card = workspace["card"]
     c = cell(card, "fig4_1", "spambase", "XGBoost", paper="bishop")
-    assert c.paper_selected_on == "test" and "ours may sit below" in c.notes
-    assert c.ours_se_basis == "3 seeds" and c.ours_se == pytest.approx(0.1 / math.sqrt(3))  # AUC in %
-    assert c.paper_se is None and "the paper gives no spread: z uses ours alone" in c.notes
-    assert c.verdict == "differs (ours lower)" and c.better_or_worse == "worse"
-    assert all(x.paper_selected_on is None for x in card.cells if x.paper == "npt")
+    # an unmarked Fig. 4.1 number: the thesis's own run, selected on test by the authors' sweep
+    assert c.count_group == "own" and c.paper_origin == "own run" and c.paper_selected_on == "test"
+    quoted = cell(card, "fig4_1", "spambase", "SAINT", paper="bishop")
+    assert quoted.count_group == "quoted" and "SAINT" in quoted.quoted_from
+    # the result records no test class counts: no spread (the 3 seeds' SE is not used alone)
+    assert c.ours_se is None and "a spread over seeds of one split is not used" in c.ours_se_basis
+    assert c.verdict_class == INCONCLUSIVE
+    assert all(x.paper_selected_on == "validation" for x in card.cells if x.paper == "npt" and x.paper_value)
+
+
+def test_one_split_with_class_counts_gets_the_sampling_spread(workspace):
+    params = workspace["params"]
+    path = Path(params.results_dir) / "bishop" / "spambase" / "xgboost" / "fold0" / "metrics.json"
+    original = path.read_text()
+    result = json.loads(original)
+    result["split"] = {"n_test": 461, "test_class_counts": {"0": 280, "1": 181}}
+    path.write_text(json.dumps(result))
+    try:
+        c = cell(build_scorecard(params), "fig4_1", "spambase", "XGBoost", paper="bishop")
+    finally:
+        path.write_text(original)
+    assert "Hanley–McNeil at 181 positive / 280 negative test rows + the spread of 3 seeds" in c.ours_se_basis
+    assert c.paper_se is not None and "seed variance bound 0.13" in c.paper_se_basis
+    assert c.ci_low is not None and c.verdict_class in (REPRODUCED, INCONCLUSIVE, DIFFERS)
+
+
+def test_rows_the_paper_lacks_are_ours_only_and_not_counted(workspace):
+    card = workspace["card"]
+    only = [c for c in card.cells if c.verdict_class == "ours only"]
+    tally = summary(card)["all"]
+    assert tally["ours_only"] == len(only)
+    assert all(c.count_group == "none" and c.paper_value is None for c in only)
+    uncounted = [c for c in card.cells if c.count_group == "none"]
+    assert set(only) <= set(uncounted) and all(c.paper_value is None for c in uncounted)
+    assert tally["own"]["cells"] + tally["quoted"]["cells"] + len(uncounted) == len(card.cells)
 
 
 def test_summary_counts_per_table_and_paper(workspace):
     counts = summary(workspace["card"])["papers"]["npt"]
-    # table11: boston and protein x the paper's 9 methods; RF on both and XGBoost on boston judged.
-    assert counts["table11"] == {"consistent": 2, "differs": 0, "undetermined": 1, "not_run": 15, "cells": 18}
     tables = [key for key in counts if key != "all"]
-    for verdict in ("consistent", "differs", "undetermined", "not_run", "cells"):
-        assert counts["all"][verdict] == sum(counts[t][verdict] for t in tables)
+    for verdict in ("reproduced", "differs", "inconclusive", "not_comparable", "not_run", "cells"):
+        assert counts["all"]["own"][verdict] == sum(counts[t]["own"][verdict] for t in tables)
     npt_cells = [c for c in workspace["card"].cells if c.paper == "npt"]
-    assert counts["all"]["cells"] == len(npt_cells)
+    assert counts["all"]["own"]["cells"] == sum(1 for c in npt_cells if c.count_group == "own")
     differing = {(c.table, c.column, c.method) for c in npt_cells if c.verdict_class == DIFFERS}
-    assert differing == {(t, "breast_cancer", "XGBoost") for t in ("table8", "table9", "table10")}
-    assert counts["all"]["differs"] == 3
-
-
-def test_judge_never_invents_a_z():
-    assert judge(1.0, None, 2.0, None, "rmse").z is None
-    assert judge(1.0, None, None, 0.1, "rmse").verdict == "undetermined (the paper reports no value)"
-    assert judge(1.0, 0.1, 1.3, None, "rmse").verdict_class == DIFFERS
-    assert judge(1.0, 0.1, 1.3, None, "rmse").better_or_worse == "better"  # lower RMSE
-    assert judge(2.0, 0.5, 1.5, 0.0, "auroc").verdict_class == CONSISTENT  # |z| = 1
-    assert judge(3.0, 0.2, 5.0, 0.3, "rank_auroc").better_or_worse == "better"  # lower rank
+    assert {(t, "breast_cancer", "XGBoost") for t in ("table9", "table10")} <= differing
 
 
 def test_written_files_and_the_cli(workspace, capsys):
@@ -259,15 +279,17 @@ def test_written_files_and_the_cli(workspace, capsys):
     assert tabrepro_main(["--params", params_file, "scorecard"]) == 0  # exit 0 although cells differ
     out_dir = root / "results" / "scorecard"
     printed = capsys.readouterr().out
-    assert str(out_dir / "summary.json") in printed and "npt: " in printed
+    assert str(out_dir / "summary.json") in printed and "npt (own runs): " in printed
     written = json.loads((out_dir / "summary.json").read_text())
     assert written == json.loads(json.dumps(summary(workspace["card"])))
     frame = pd.read_csv(out_dir / "scorecard.csv")
     assert len(frame) == len(workspace["card"].cells)
-    assert {"verdict", "z", "paper_selected_on", "budget", "reason", "ours_se", "paper_se"} <= set(frame.columns)
+    columns = {"verdict", "margin", "ci_low", "p_adjusted", "paper_origin", "quoted_from", "budget", "reason"}
+    assert columns <= set(frame.columns)
     markdown = (out_dir / "scorecard.md").read_text()
     assert markdown == render_markdown(workspace["card"])
     assert "## Counts" in markdown and HIGGS_ERROR in markdown and "differs (ours lower): worse" in markdown
+    assert "| auroc | ±0.01 |" in markdown and "## Shifts" in markdown
     # One paper only: its own directory, so the full scorecard is not overwritten.
     assert tabrepro_main(["--params", params_file, "scorecard", "bishop"]) == 0
     only = json.loads((out_dir / "bishop" / "summary.json").read_text())
@@ -313,10 +335,12 @@ def test_report_shows_the_scorecard_first(workspace, tmp_path):
     assert body.lstrip().startswith('<h2 id="scorecard">')
     section = body.split('id="scorecard"')[1].split("<h2")[0]
     assert "Also written to" in section and HIGGS_ERROR in section
-    flagged = section.split('id="scorecard-flagged"')[1].split("<details>")[0]
-    assert "differs (ours lower): worse" in flagged and "left out by the profile: needs a GPU" in flagged
-    assert ">consistent<" not in flagged  # only cells that differ or did not run
-    assert f"<details><summary>All {len(workspace['card'].cells)} cells</summary>" in section
+    assert section.index('id="scorecard-claims"') < section.index("<figure>") < section.index('id="scorecard-judged"')
+    judged = section.split('id="scorecard-judged"')[1].split("<details>")[0]
+    assert "differs (ours lower): worse" in judged and ">reproduced<" in judged
+    idle = section.split("<details>")[1]
+    assert "left out by the profile: needs a GPU" in idle and "cells: " in idle
+    assert list((tmp_path / "r1").glob("forest-*.png"))
     summary_file.write_text("{}")  # a stale file is called out, the section still built
     assert tabrepro_main(["--params", params_file, "report", "--output-dir", str(tmp_path / "r2")]) == 0
     assert "is out of date: run `tabrepro scorecard`" in (tmp_path / "r2" / INDEX).read_text(encoding="utf-8")

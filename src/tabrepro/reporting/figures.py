@@ -36,6 +36,7 @@ __all__ = [
     "intervention_plot",
     "cost_chart",
     "sparsity_curves",
+    "forest_plot",
 ]
 
 OURS = "#1f77b4"
@@ -515,4 +516,39 @@ def sparsity_curves(
     for axis in axes[len(orders) :]:
         axis.set_visible(False)
     figure.suptitle(title, fontsize=10, y=1.03)
+    return save(figure, path)
+
+
+VERDICT_COLOURS = {
+    "reproduced": "#2ca02c",
+    "differs": "#d62728",
+    "inconclusive": "#7f7f7f",
+    "not comparable": "#9467bd",
+}
+
+
+def forest_plot(cells: Sequence[Any], path: Path, title: str) -> Path:
+    """Δ and its 95 % CI per judged cell in units of the cell's margin δ (so the ±δ band is ±1 for
+    every cell, absolute or relative margins alike), coloured by verdict; quoted numbers hollow."""
+    shown = [c for c in cells if c.delta is not None and c.margin and c.ci_low is not None]
+    figure = Figure(figsize=(6.4, 0.9 + 0.22 * max(len(shown), 1)))
+    axis = figure.add_subplot(1, 1, 1)
+    axis.axvspan(-1.0, 1.0, color="#2ca02c", alpha=0.12, label="±δ")
+    axis.axvline(0.0, color="grey", lw=0.8)
+    for row, cell in enumerate(reversed(shown)):
+        colour = VERDICT_COLOURS.get(cell.verdict_class, "black")
+        low, centre, high = (v / cell.margin for v in (cell.ci_low, cell.delta, cell.ci_high))
+        axis.plot([low, high], [row, row], color=colour, lw=1.5)
+        hollow = cell.count_group == "quoted"
+        axis.plot(centre, row, "o", color=colour, markerfacecolor="white" if hollow else colour, markersize=4)
+    axis.set_yticks(range(len(shown)))
+    axis.set_yticklabels([f"{c.column} · {c.method}" for c in reversed(shown)], fontsize=6)
+    axis.set_xlabel("Δ = ours − paper, in units of the margin δ (95 % CI; hollow: number quoted from another paper)")
+    for verdict, colour in VERDICT_COLOURS.items():
+        axis.plot([], [], "o", color=colour, label=verdict)
+    axis.legend(fontsize=6, loc="best")
+    if not shown:
+        axis.text(0.5, 0.5, "no judged cell", ha="center", va="center", transform=axis.transAxes)
+    axis.set_title(title, fontsize=9)
+    axis.grid(alpha=0.3, axis="x")
     return save(figure, path)

@@ -1,7 +1,7 @@
 """One static HTML page (plus its PNGs) that shows every result of a profile's run.
 
-Sections: first the reproduction scorecard (every table cell judged: consistent / differs /
-undetermined / not run, see scorecard.py); the papers' tables with the paper's number beside ours
+Sections: first the reproduction scorecard (the papers' claims, a forest plot per table, every
+table cell judged, see scorecard.py); the papers' tables with the paper's number beside ours
 and the difference in SE units;
 per-dataset bar charts; a paper-vs-ours scatter; mean ranks, a Friedman test and a
 critical-difference diagram; compute cost per model and dataset (like NPT's Tables 6-7); NPT's
@@ -223,10 +223,14 @@ def _write_index(page: _Page, params: Any) -> None:
 
 # ---------------------------------------------------------------------------- scorecard
 def _scorecard_section(page: _Page, params: Any) -> None:
-    """The scorecard first: counts, then the cells that differ or did not run, then every cell
-    (collapsed). Built in memory from the same results as the tables, so it can never disagree
-    with them; results/scorecard/summary.json is only checked for being current."""
+    """The scorecard first: the papers' claims, a forest plot per table, the counts, then the judged
+    cells (collapsed) and one line per reason for the cells that did not run. Built in memory from
+    the same results as the tables, so it can never disagree with them; results/scorecard/summary.json
+    is only checked for being current."""
     from tabrepro.reporting import scorecard as sc
+    from tabrepro.reporting import scorecard_markdown as scm
+    from tabrepro.reporting.claims import CLAIM_HEADER, claim_rows, judge_claims
+    from tabrepro.reporting.figures import forest_plot
 
     try:
         card = sc.build_scorecard(params)
@@ -236,30 +240,26 @@ def _scorecard_section(page: _Page, params: Any) -> None:
     if not card.papers:
         page.empty("The profile selects no dataset of any paper: nothing to judge.")
         return
-    page.note(sc.VERDICT_RULE.replace("**", ""))
+    page.add('<h3 id="scorecard-claims">The papers\' claims, judged on our runs</h3>')
+    page.add(_table_html(CLAIM_HEADER, claim_rows(judge_claims(params, card)), 6))
+    for (paper, table), title in card.titles.items():
+        mine = [c for c in card.cells if c.paper == paper and c.table == table and c.ci_low is not None]
+        if mine:
+            name = f"forest-{_slug(paper, table)}.png"
+            forest_plot(mine, page.out_dir / name, f"{paper} {table}: {title}")
+            page.figure(name, f"{paper} {table}: Δ per cell in units of δ, 95 % CI, coloured by verdict")
+    page.note(" ".join(scm.rule_text(card)[0].replace("**", "").split()))
     page.note(_scorecard_file_state(params, sc.summary(card)))
-    for paper in card.papers:
-        if sc.SELECTED_ON.get(paper) == "test":
-            page.note(f"Every {paper} cell: {sc.TEST_SELECTION_NOTE}. The verdicts are still computed.")
-    tally = sc.summary(card)["papers"]
-    page.add(
-        _table_html(
-            ["Paper", "Table", *sc.VERDICTS, "cells"],
-            [
-                [paper, table, *(c[sc.COUNT_KEYS[v]] for v in sc.VERDICTS), c["cells"]]
-                for paper, tables in tally.items()
-                for table, c in tables.items()
-            ],
-            2,
-        )
-    )
+    page.add(_table_html(["Paper", "Table", "numbers", *scm.TALLY_VERDICTS, "cells"], scm.count_rows(card), 3))
     for paper, items in card.unobtainable.items():
         for dataset, error in items.items():
             page.add(f'<p class="warning">{_e(paper)}/{_e(dataset)}: data not obtainable: {_e(error)}</p>')
-    flagged = [c for c in card.cells if c.verdict_class in (sc.DIFFERS, sc.NOT_RUN)]
-    page.add(f'<h3 id="scorecard-flagged">Cells that differ or are not run ({len(flagged)})</h3>')
-    page.add(_scorecard_table(flagged, sc) if flagged else '<p class="empty">None.</p>')
-    page.add(f"<details><summary>All {len(card.cells)} cells</summary>{_scorecard_table(card.cells, sc)}</details>")
+    judged = [c for c in card.cells if c.verdict_class != sc.NOT_RUN]
+    page.add(f'<h3 id="scorecard-judged">Judged cells ({len(judged)})</h3>')
+    page.add(_scorecard_table(judged, scm) if judged else '<p class="empty">None.</p>')
+    idle = [c for c in card.cells if c.verdict_class == sc.NOT_RUN]
+    page.add(f"<details><summary>Not run ({len(idle)} cells), by reason</summary>")
+    page.add("<ul>" + "".join(f"<li>{_e(line[2:])}</li>" for line in scm.not_run_lines(idle)) + "</ul></details>")
 
 
 def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
@@ -275,27 +275,27 @@ def _scorecard_file_state(params: Any, current: Mapping[str, Any]) -> str:
     return f"Also written to {path.parent}/ (scorecard.md, scorecard.csv, summary.json)."
 
 
-def _scorecard_table(cells: Sequence[Any], sc: Any) -> str:
-    css = {sc.DIFFERS: "far", sc.CONSISTENT: "near"}
+def _scorecard_table(cells: Sequence[Any], scm: Any) -> str:
+    css = {"differs": "far", "reproduced": "near"}
     rows = [
         [
             c.paper,
             c.table,
             c.column,
             c.method,
-            sc.ours_text(c),
-            sc.n_text(c),
-            c.paper_text or DASH,
-            sc.delta_text(c),
-            sc.z_text(c),
-            sc.verdict_text(c),
-            sc.notes_text(c),
+            scm.ours_text(c),
+            scm.n_text(c),
+            scm.paper_text(c),
+            scm.margin_text(c),
+            scm.delta_text(c),
+            scm.verdict_text(c),
+            scm.notes_text(c),
         ]
         for c in cells
     ]
     classes = [[""] * 9 + [f"text {css.get(c.verdict_class, '')}".strip(), "text"] for c in cells]
     return _table_html(
-        ["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "Δ", "z", "Verdict", "Reason / notes"],
+        ["Paper", "Table", "Column", "Method", "Ours (± SE)", "n", "Paper", "δ", "Δ [95 % CI]", "Verdict", "Notes"],
         rows,
         text_columns=4,
         classes=classes,

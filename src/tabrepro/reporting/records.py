@@ -205,11 +205,14 @@ def _minutes(seconds: float | None) -> str:
 
 def _counts_rows(summary: dict[str, Any]) -> Iterable[str]:
     for paper, tables in summary.get("papers", {}).items():
-        for table, tally in tables.items():
-            yield (
-                f"| {paper} | {table} | {tally.get('consistent', 0)} | {tally.get('differs', 0)} | "
-                f"{tally.get('undetermined', 0)} | {tally.get('not_run', 0)} | {tally.get('cells', 0)} |"
-            )
+        for table, tallies in tables.items():
+            for group in ("own", "quoted"):
+                tally = tallies.get(group) or {}
+                if tally.get("cells"):
+                    yield (
+                        f"| {paper} | {table} | {group} | {tally['reproduced']} | {tally['differs']} | "
+                        f"{tally['inconclusive']} | {tally['not_comparable']} | {tally['not_run']} | {tally['cells']} |"
+                    )
 
 
 def _without(record: dict[str, Any]) -> str:
@@ -238,8 +241,8 @@ def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) 
             f"{_minutes(record['job_wall_time_s'])} of job time. "
             f"Full verdicts: [{link}/results/scorecard/scorecard.md]({link}/results/scorecard/scorecard.md).",
             "",
-            "| paper | table | consistent | differs | undetermined | not run | cells |",
-            "|---|---|---|---|---|---|---|",
+            "| paper | table | numbers | reproduced | differs | inconclusive | not comparable | not run | cells |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         summary_path = directory / "results" / "scorecard" / SCORECARD_SUMMARY_FILE
         lines += list(_counts_rows(json.loads(summary_path.read_text(encoding="utf-8"))))

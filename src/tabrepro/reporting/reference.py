@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -19,6 +19,10 @@ import pandas as pd
 PACKAGE = "tabrepro.reporting"
 RESOURCE = "reported_results.csv"
 COLUMNS = ["paper", "table", "dataset", "method", "metric", "value", "spread", "spread_kind"]
+# Where each number comes from: the paper's own run, or quoted from another paper (the BiSHop thesis
+# marks those in Fig. 4.1 and quotes every Table 4.1 baseline), and how its configuration was chosen.
+PROVENANCE_COLUMNS = ["origin", "quoted_from", "selected_on"]
+ORIGINS = ("own run", "quoted")
 
 Key = tuple[str, str, str, str, str]  # (paper, table, dataset, method, metric)
 
@@ -32,6 +36,14 @@ class PaperValue:
     spread_kind: str | None  # "se", "sd" or None
     value_text: str
     spread_text: str | None
+    origin: str = "own run"
+    quoted_from: str | None = None
+    selected_on: str | None = None
+
+    @property
+    def quoted(self) -> bool:
+        """Whether the paper quotes this number from another paper (another protocol's run)."""
+        return self.origin == "quoted"
 
 
 def load_reference() -> pd.DataFrame:
@@ -44,10 +56,16 @@ def _frame() -> pd.DataFrame:
     source = resources.files(PACKAGE).joinpath(RESOURCE)
     with source.open("r", encoding="utf-8") as handle:
         frame = pd.read_csv(handle, dtype=str, keep_default_na=False)
-    missing = set(COLUMNS) - set(frame.columns)
+    missing = set(COLUMNS + PROVENANCE_COLUMNS) - set(frame.columns)
     if missing:
         raise ValueError(f"{RESOURCE}: missing columns {sorted(missing)}")
-    frame = frame[COLUMNS].apply(lambda column: column.str.strip())
+    frame = frame[COLUMNS + PROVENANCE_COLUMNS].apply(lambda column: column.str.strip())
+    unknown = sorted(set(frame["origin"]) - set(ORIGINS))
+    if unknown:
+        raise ValueError(f"{RESOURCE}: unknown origin {unknown} (known: {', '.join(ORIGINS)})")
+    unsourced = frame[(frame["origin"] == "quoted") & (frame["quoted_from"] == "")]
+    if not unsourced.empty:
+        raise ValueError(f"{RESOURCE}: quoted numbers without their source:\n{unsourced.to_string()}")
     duplicated = frame.duplicated(subset=["paper", "table", "dataset", "method", "metric"])
     if duplicated.any():
         raise ValueError(f"{RESOURCE}: duplicate keys:\n{frame[duplicated].to_string()}")
@@ -60,7 +78,10 @@ def _index() -> dict[Key, PaperValue]:
     index: dict[Key, PaperValue] = {}
     for row in frame.itertuples(index=False):
         key = (row.paper, row.table, row.dataset, row.method, row.metric)
-        index[key] = _paper_value(row.value, row.spread, row.spread_kind, key)
+        value = _paper_value(row.value, row.spread, row.spread_kind, key)
+        index[key] = replace(
+            value, origin=row.origin, quoted_from=row.quoted_from or None, selected_on=row.selected_on or None
+        )
     return index
 
 

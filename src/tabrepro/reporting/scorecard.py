@@ -1,17 +1,20 @@
 """The reproduction scorecard: for every cell of every paper table, do we reproduce the paper?
 
-tables.py puts ours beside the paper's number; this module judges each pair, so a researcher sees
-per cell whether the difference is within noise: z = Δ / √(SE_ours² + SE_paper²), Δ = ours − paper,
-from whichever standard errors exist. A cell that cannot be judged says why instead of showing a
-fake z: `undetermined` when neither side has a spread, `not run` with the reason found on disk
-(the dataset's fetch error, the profile's `not_run` entry, a failed job's log, nothing run yet).
+tables.py puts ours beside the paper's number; this module judges each pair with the rules of
+tabrepro.reporting.verdicts (a declared margin δ per metric, two one-sided tests for `reproduced`,
+Benjamini–Hochberg within the table for `differs`), from the spread that two independent runs of
+each side's protocol would show (tabrepro.reporting.spreads). Numbers the paper quotes from other
+papers keep a verdict but are counted apart; rows the paper does not have are `ours only` and not
+counted. A cell that cannot be judged says why: `not comparable` (substitute data), `not run` with
+the reason found on disk (the dataset's fetch error, the profile's `not_run` entry, a failed job's
+log, nothing run yet), or `inconclusive` with how many runs of ours would decide it.
+Rendering lives in scorecard_markdown.py.
 
 Outputs carry no timestamps, so DVC sees summary.json change only when a verdict changes.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -19,7 +22,6 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from tabrepro.config import Job
@@ -27,53 +29,52 @@ from tabrepro.data.availability import FetchStatus, read_fetch_status, status_pa
 from tabrepro.data.registry import get_source
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
-from tabrepro.io import atomic_write
-from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKDOWN_FILE, SCORECARD_SUMMARY_FILE
-from tabrepro.reporting.reference import reference_table_id
-from tabrepro.reporting.tables import (
-    DASH,
-    Cell,
-    TableView,
-    build_view,
-    collect_current_results,
-    dataset_group,
-    decimals_for,
-    fold_frame,
-    format_value,
+from tabrepro.reporting.reference import PaperValue, reference_table_id
+from tabrepro.reporting.spreads import sampling_se
+from tabrepro.reporting.tables import Cell, TableView, build_view, collect_current_results, dataset_group, fold_frame
+from tabrepro.reporting.verdicts import (
+    DIFFERS,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_RUN,
+    OURS_ONLY,
+    REPRODUCED,
+    Side,
+    Test,
+    VerdictRules,
+    compare,
+    judge_table,
+    runs_to_decide,
 )
 
 __all__ = [
-    "CONSISTENT",
+    "COUNT_GROUPS",
+    "COUNT_KEYS",
     "DIFFERS",
-    "UNDETERMINED",
+    "INCONCLUSIVE",
+    "NOT_COMPARABLE",
     "NOT_RUN",
+    "OURS_ONLY",
+    "REPRODUCED",
     "VERDICTS",
-    "Z_LIMIT",
     "ScoreCell",
     "Scorecard",
     "ScorecardError",
     "build_scorecard",
-    "judge",
-    "render_markdown",
-    "summary",
-    "write_scorecard",
     "cells_frame",
     "counts",
     "higher_is_better",
+    "summary",
 ]
 
-Z_LIMIT = 2.0
-CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN = "consistent", "differs", "undetermined", "not run"
-VERDICTS = (CONSISTENT, DIFFERS, UNDETERMINED, NOT_RUN)
-COUNT_KEYS = {CONSISTENT: "consistent", DIFFERS: "differs", UNDETERMINED: "undetermined", NOT_RUN: "not_run"}
+VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, OURS_ONLY)
+COUNT_KEYS = {v: v.replace(" ", "_") for v in VERDICTS}
+# Which tally a cell enters: the paper's own runs, numbers it quotes from other papers, or none
+# (rows the paper does not have).
+OWN, QUOTED, UNCOUNTED = "own", "quoted", "none"
+COUNT_GROUPS = (OWN, QUOTED)
 LOG_TAIL_BYTES = 4096
 LOG_LINE_CHARS = 200
-# Papers whose reported numbers were chosen by test score: the BiSHop thesis' code selects its
-# configuration on test (README "Selection"; docs/reproduction.md). Ours always selects on validation.
-SELECTED_ON = {"bishop": "test"}
-TEST_SELECTION_NOTE = (
-    "the paper picked its configuration by test score, ours on validation: ours may sit below for that reason alone"
-)
 
 
 class ScorecardError(InputError, ValueError):
@@ -98,15 +99,22 @@ class ScoreCell:
     n_expected: int | None
     paper_value: float | None
     paper_text: str | None
-    paper_spread: float | None
-    paper_spread_kind: str | None
     paper_se: float | None
+    paper_se_basis: str | None
+    paper_origin: str | None
+    quoted_from: str | None
+    paper_selected_on: str | None
+    margin: float | None
+    margin_text: str | None
     delta: float | None
-    z: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_difference: float | None
+    p_adjusted: float | None
     verdict_class: str
     verdict: str
     better_or_worse: str | None
-    paper_selected_on: str | None
+    count_group: str
     budget: str | None
     reason: str | None
     notes: str
@@ -119,20 +127,11 @@ class Scorecard:
     profile: str
     papers: list[str]
     titles: dict[tuple[str, str], str]
+    rules: VerdictRules
     cells: list[ScoreCell] = field(default_factory=list)
     unobtainable: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Judgement:
-    verdict_class: str
-    verdict: str
-    delta: float | None
-    z: float | None
-    better_or_worse: str | None
-
-
-# --------------------------------------------------------------------------- the judgement
 def higher_is_better(metric: str) -> bool | None:
     """The metric's direction; ranks are better when lower; None when unknown."""
     if metric in HIGHER_IS_BETTER:
@@ -140,30 +139,117 @@ def higher_is_better(metric: str) -> bool | None:
     return False if metric.startswith("rank") else None
 
 
-def judge(
-    ours: float | None, ours_se: float | None, paper: float | None, paper_se: float | None, metric: str
-) -> Judgement:
-    """Verdict for one pair of numbers; never a z where neither side has a spread."""
-    if ours is None:
-        raise ValueError("judge needs our number; a cell without one is `not run`")
-    if paper is None:
-        return Judgement(UNDETERMINED, "undetermined (the paper reports no value)", None, None, None)
-    delta = ours - paper
-    spreads = [se for se in (ours_se, paper_se) if se is not None]
-    if not spreads:
-        return Judgement(UNDETERMINED, "undetermined (no spread on either side)", delta, None, None)
-    combined = math.sqrt(sum(se * se for se in spreads))
-    if combined == 0.0:
-        if delta == 0.0:
-            return Judgement(CONSISTENT, CONSISTENT, delta, 0.0, None)
-        return Judgement(UNDETERMINED, "undetermined (zero spread, numbers differ)", delta, None, None)
-    z = delta / combined
-    if abs(z) <= Z_LIMIT:
-        return Judgement(CONSISTENT, CONSISTENT, delta, z, None)
-    higher = delta > 0
-    direction = higher_is_better(metric)
-    better = None if direction is None else ("better" if higher == direction else "worse")
-    return Judgement(DIFFERS, f"differs (ours {'higher' if higher else 'lower'})", delta, z, better)
+def rules_of(params: Any) -> VerdictRules:
+    """The verdict rules params.yaml declares (`verdicts`)."""
+    return VerdictRules.from_params(params.raw["verdicts"])
+
+
+# --------------------------------------------------------------------------- spreads
+def _calibration(params: Any, metric: str) -> tuple[float, str]:
+    """The factor the split-seed experiment found between the k-fold SE and the spread of
+    independent runs of the protocol (params.yaml `verdicts.spread_calibration`)."""
+    section = params.raw["verdicts"].get("spread_calibration") or {}
+    factors = section.get("kfold") or {}
+    factor = factors.get(metric, factors.get("default"))
+    if factor is None:
+        return 1.0, "uncalibrated"
+    return float(factor), f"× {float(factor):.2f} ({section.get('record', 'calibration')})"
+
+
+def _paper_runs(params: Any, paper: str, dataset: str) -> int:
+    """How many folds (k-fold) or runs (repeats of one split) the paper's ± is over."""
+    protocol = params.protocol(paper, dataset)
+    return int(protocol["n_folds"]) if protocol["kind"] == "kfold" else params.repeats(paper, dataset)
+
+
+def _seed_values(folds: Mapping[int, Mapping[str, Any]], metric: str) -> list[float]:
+    repeats = next(iter(folds.values())).get("test_repeats") or [] if len(folds) == 1 else []
+    values = [run.get(metric) for run in repeats if isinstance(run, Mapping)]
+    return [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+
+
+def _test_rows(folds: Mapping[int, Mapping[str, Any]]) -> tuple[int | None, dict[str, int] | None]:
+    """The test size and class counts of a single-split result (None where not recorded)."""
+    if len(folds) != 1:
+        return None, None
+    split = next(iter(folds.values())).get("split") or {}
+    counts = split.get("test_class_counts")
+    return split.get("n_test"), (dict(sorted(counts.items())) if isinstance(counts, Mapping) else None)
+
+
+def _holdout_se(
+    metric: str, value: float, n_test: int | None, counts: Mapping[str, int] | None, seed_variance: float, runs: int
+) -> tuple[float, str] | None:
+    """Sampling SE at the test size plus the seeds' spread of their mean; None without the first."""
+    sampled = sampling_se(metric, value, n_test, counts)
+    if sampled is None:
+        return None
+    se, formula = sampled
+    if seed_variance > 0 and runs > 1:
+        return math.sqrt(se * se + seed_variance / runs), f"{formula} + the spread of {runs} seeds"
+    return se, formula
+
+
+def ours_side(params: Any, paper: str, dataset: str, cell: Cell, spread_kind: str, folds: Mapping) -> Side:
+    """Our number and the spread two independent runs of our protocol would show."""
+    assert cell.ours_mean is not None
+    metric = cell.metric
+    if cell.count is not None and cell.count > 1 and cell.ours_spread is not None:
+        sd = cell.ours_spread if spread_kind == "sd" else cell.ours_spread * math.sqrt(cell.count)
+        factor, how = _calibration(params, metric)
+        return Side(
+            cell.ours_mean, factor * sd / math.sqrt(cell.count), cell.count - 1, f"{cell.count} folds: SD/√n {how}"
+        )
+    n_test, counts = _test_rows(folds)
+    seeds = _seed_values(folds, metric)
+    seed_variance = float(pd.Series(seeds).var(ddof=1)) if len(seeds) > 1 else 0.0
+    found = _holdout_se(metric, cell.ours_mean, n_test, counts, seed_variance, len(seeds))
+    if found is None:
+        what = (
+            "the test size and class counts are not recorded"
+            if n_test is None or metric.startswith("au")
+            else (f"{metric} has no closed-form sampling SE and no saved test predictions")
+        )
+        return Side(cell.ours_mean, None, None, f"no spread ({what}; a spread over seeds of one split is not used)")
+    return Side(cell.ours_mean, found[0], None, found[1])
+
+
+def paper_side(
+    params: Any,
+    paper: str,
+    dataset: str,
+    table_cfg: Mapping[str, Any],
+    value: PaperValue,
+    ours: Side | None,
+    folds: Mapping,
+) -> Side:
+    """The paper's number and its spread: its own ±, its stated bound, or what its protocol implies."""
+    protocol = params.protocol(paper, dataset)
+    kfold = protocol["kind"] == "kfold"
+    runs = _paper_runs(params, paper, dataset)
+    if value.spread is not None:
+        if value.spread_kind not in ("se", "sd"):
+            return Side(value.value, None, None, f"the paper's ± is of unknown kind ({value.spread_kind!r}): not used")
+        se = value.spread if value.spread_kind == "se" else value.spread / math.sqrt(runs)
+        basis = "the paper's ± (SE)" if value.spread_kind == "se" else f"the paper's ± (SD)/√{runs}"
+        if kfold:
+            factor, how = _calibration(params, table_cfg["metric"])
+            return Side(value.value, factor * se, runs - 1, f"{basis} {how}")
+        return Side(value.value, se, runs - 1, basis)
+    if kfold:
+        if ours is not None and ours.se is not None:
+            return Side(value.value, ours.se, ours.df, "none given: ours taken for it (same protocol and data)")
+        return Side(value.value, None, None, "none given, and ours has none to stand in for it")
+    stated = table_cfg.get("stated_spread") or {}
+    seed_variance = float(stated.get("variance_max", 0.0))
+    n_test, counts = _test_rows(folds)
+    found = _holdout_se(table_cfg["metric"], value.value, n_test, counts, seed_variance, int(stated.get("runs", runs)))
+    if found is None:
+        return Side(value.value, None, None, "none given, and none derivable at its test size")
+    basis = f"{found[1]} (our split's size under the paper's protocol)"
+    if stated:
+        basis += f"; seed variance bound {seed_variance:g} from {stated['source']}"
+    return Side(value.value, found[0], None, basis)
 
 
 # --------------------------------------------------------------------------- per-paper context
@@ -179,14 +265,15 @@ class _Runs:
 class _PaperContext:
     """What one paper's cells are judged from: the profile, the results read, logs, fetch records."""
 
-    def __init__(self, params: Any, paper: str, logs_dir: Path):
+    def __init__(self, params: Any, paper: str, logs_dir: Path, rules: VerdictRules, frozen: bool = False):
         self.params = params
+        self.rules = rules
         self.paper = paper
         self.cfg = params.paper(paper)
         self.logs_dir = Path(logs_dir)
         self.selected = params.selected_datasets(paper)
         self.models = params.selected_models(paper)
-        self.results = collect_current_results(params, paper)
+        self.results = collect_current_results(params, paper, frozen=frozen)
         self.frame = fold_frame(self.results, paper, self.cfg.get("models", {}), set(self.selected))
         self.by_job: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         for result in self.results:
@@ -202,6 +289,20 @@ class _PaperContext:
                 path = status_path(self.params.raw_dir(), source)
                 raise ScorecardError(f"{path}: cannot read the fetch record: {error}") from None
         return self._fetch[source]
+
+    def unverified_note(self, dataset: str) -> str | None:
+        """A note when the dataset's bytes were fetched without a pinned or independent checksum."""
+        status = self.fetch_status(dataset)
+        if status is None or getattr(status, "verified", True):
+            return None
+        return "data fetched without a pinned or independent checksum (unverified)"
+
+    def stale_note(self, dataset: str, model: str | None) -> str | None:
+        """A note when a frozen record's results were run under other parameters than params.yaml's."""
+        folds = self.by_job.get((dataset, model), {}) if model else {}
+        if any("stale_digest" in r for r in folds.values()):
+            return "run under earlier parameters than params.yaml's (its protocol or search space has changed since)"
+        return None
 
     def expects(self, dataset: str, model: str) -> bool:
         """Whether the profile runs this model on this dataset."""
@@ -303,52 +404,18 @@ def _partial_note(runs: _Runs) -> str | None:
     return f"folds missing: {len(runs.present)} of {len(runs.expected)} have results ({'; '.join(parts)})"
 
 
-# --------------------------------------------------------------------------- spreads
-def _paper_runs(params: Any, paper: str, dataset: str) -> tuple[int, str]:
-    """How many folds (k-fold) or runs (repeats of one split) the paper's ± is over."""
-    protocol = params.protocol(paper, dataset)
-    if protocol["kind"] == "kfold":
-        return int(protocol["n_folds"]), "folds"
-    return params.repeats(paper, dataset), "runs"
-
-
-def _paper_se(value: Any, runs: tuple[int, str] | None) -> tuple[float | None, str | None]:
-    """The paper's spread as a standard error, with a note where it had to be converted."""
-    if value is None or value.spread is None:
-        return None, None
-    if value.spread_kind == "se":
-        return value.spread, None
-    if value.spread_kind == "sd" and runs is not None:
-        count, unit = runs
-        return (
-            value.spread / math.sqrt(count),
-            f"the paper's ± is a standard deviation: taken as SE = SD/√{count} with its {count} {unit}",
-        )
-    return None, f"the paper's ± is of unknown kind ({value.spread_kind!r}): not used"
-
-
-def _ours_se(
-    cell: Cell, spread_kind: str, folds: Mapping[int, Mapping[str, Any]]
-) -> tuple[float | None, str | None, str | None]:
-    """Our standard error, what it is over, and a note when it is over seeds of one split."""
-    if cell.count is not None and cell.count > 1 and cell.ours_spread is not None:
-        se = cell.ours_spread if spread_kind == "se" else cell.ours_spread / math.sqrt(cell.count)
-        return se, "folds", None
-    if cell.count == 1 and len(folds) == 1:
-        repeats = next(iter(folds.values())).get("test_repeats") or []
-        values = [run.get(cell.metric) for run in repeats if isinstance(run, Mapping)]
-        values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-        if len(values) > 1:
-            se = float(np.std(values, ddof=1)) / math.sqrt(len(values))
-            return (
-                se,
-                f"{len(values)} seeds",
-                (f"our SE is over the {len(values)} seeds of one split (split-to-split variance not included)"),
-            )
-    return None, None, None
-
-
 # --------------------------------------------------------------------------- building cells
+@dataclass
+class _Draft:
+    """A cell before its table's multiple-testing step: its fields and, where Δ has a spread, its test."""
+
+    fields: dict[str, Any]
+    test: Test | None = None
+    ours: Side | None = None
+    paper: Side | None = None
+    comparable: bool = True
+
+
 def _labels(paper_cfg: Mapping[str, Any], table_cfg: Mapping[str, Any]) -> dict[str, str]:
     """model -> the label this table prints for it (ablation tables have their own labels)."""
     return dict(table_cfg.get("models") or paper_cfg.get("models", {}))
@@ -363,16 +430,22 @@ def _model_of(method: str, labels: Mapping[str, str]) -> str | None:
     return method if method in MODEL_NAMES else None
 
 
-def _cell(
-    ctx: _PaperContext, key: str, view: TableView, column: str, method: str, model: str | None, cell: Cell, **extra: Any
-) -> ScoreCell:
-    """A ScoreCell with the fields every kind of cell shares filled in."""
-    table_cfg = ctx.cfg["tables"][key]
-    selected_on = SELECTED_ON.get(ctx.paper)
-    base = dict(
+def _paper_text(cell: Cell) -> str | None:
+    if cell.paper is None:
+        return None
+    spread = cell.paper.spread_text
+    kind = f" ({cell.paper.spread_kind.upper()})" if spread and cell.paper.spread_kind else ""
+    return cell.paper.value_text if spread is None else f"{cell.paper.value_text} ± {spread}{kind}"
+
+
+def _base(ctx: _PaperContext, key: str, column: str, method: str, model: str | None, cell: Cell) -> dict[str, Any]:
+    """The fields every kind of cell shares."""
+    value = cell.paper
+    margin = ctx.rules.margin(cell.metric)
+    return dict(
         paper=ctx.paper,
         table=key,
-        reference_table=reference_table_id(key, table_cfg),
+        reference_table=reference_table_id(key, ctx.cfg["tables"][key]),
         metric=cell.metric,
         column=column,
         method=method,
@@ -382,57 +455,51 @@ def _cell(
         ours_se_basis=None,
         n=cell.count,
         n_expected=None,
-        paper_value=cell.paper.value if cell.paper else None,
+        paper_value=value.value if value else None,
         paper_text=_paper_text(cell),
-        paper_spread=cell.paper.spread if cell.paper else None,
-        paper_spread_kind=cell.paper.spread_kind if cell.paper else None,
         paper_se=None,
+        paper_se_basis=None,
+        paper_origin=value.origin if value else None,
+        quoted_from=value.quoted_from if value else None,
+        paper_selected_on=value.selected_on if value else None,
+        margin=margin.width(value.value) if margin and value else None,
+        margin_text=margin.describe(value.value) if margin and value else None,
         delta=None,
-        z=None,
+        ci_low=None,
+        ci_high=None,
+        p_difference=None,
+        p_adjusted=None,
         verdict_class=NOT_RUN,
         verdict=NOT_RUN,
         better_or_worse=None,
-        paper_selected_on=selected_on,
+        count_group=(QUOTED if value.quoted else OWN) if value else UNCOUNTED,
         budget=None,
         reason=None,
         notes="",
     )
-    base.update(extra)
-    return ScoreCell(**base)
 
 
-def _paper_text(cell: Cell) -> str | None:
-    if cell.paper is None:
-        return None
-    spread = cell.paper.spread_text
-    kind = f" ({cell.paper.spread_kind.upper()})" if spread and cell.paper.spread_kind else ""
-    return cell.paper.value_text if spread is None else f"{cell.paper.value_text} ± {spread}{kind}"
+def _compared(draft: _Draft, ours: Side, paper: Side, metric: str, rules: VerdictRules) -> _Draft:
+    """Fill in both sides and, where a margin exists and Δ has a spread, the test."""
+    draft.ours, draft.paper = ours, paper
+    draft.fields.update(
+        ours_se=ours.se, ours_se_basis=ours.basis, paper_se=paper.se, paper_se_basis=paper.basis,
+        delta=ours.value - paper.value,
+    )  # fmt: skip
+    margin = rules.margin(metric)
+    if margin is None:
+        draft.fields["reason"] = f"no margin declared for {metric!r} (params.yaml verdicts.margins)"
+        return draft
+    draft.test = compare(ours, paper, margin.width(paper.value), rules.alpha)
+    if draft.test is not None:
+        draft.fields.update(ci_low=draft.test.ci95[0], ci_high=draft.test.ci95[1], p_difference=draft.test.p_difference)
+    return draft
 
 
-def _judged(
-    ours_mean: float, ours_se: float | None, paper_se: float | None, cell: Cell, notes: list[str], metric: str
-) -> dict[str, Any]:
-    """The verdict fields, plus the note on which side's spread z rests on."""
-    result = judge(ours_mean, ours_se, cell.paper.value if cell.paper else None, paper_se, metric)
-    if cell.paper is not None and result.z is not None:
-        if paper_se is None:
-            notes.append("the paper gives no spread: z uses ours alone")
-        elif ours_se is None:
-            notes.append("ours has no spread (one result): z uses the paper's alone")
-    return dict(
-        delta=result.delta,
-        z=result.z,
-        verdict_class=result.verdict_class,
-        verdict=result.verdict,
-        better_or_worse=result.better_or_worse,
-    )
-
-
-def _dataset_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell]:
+def _dataset_cells(ctx: _PaperContext, key: str, view: TableView) -> list[_Draft]:
     table_cfg = ctx.cfg["tables"][key]
     labels = _labels(ctx.cfg, table_cfg)
-    spread_kind = table_cfg.get("spread", "se")
-    cells = []
+    drafts = []
     for dataset in view.columns:
         expected_labels = [label for model, label in labels.items() if ctx.expects(dataset, model)]
         for method in dict.fromkeys([*view.methods, *expected_labels]):
@@ -441,86 +508,57 @@ def _dataset_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreC
             expected = model is not None and ctx.expects(dataset, model)
             if cell.paper is None and cell.ours_mean is None and not expected:
                 continue
-            cells.append(_dataset_cell(ctx, key, view, dataset, method, model, cell, spread_kind))
-    return cells
+            drafts.append(_dataset_cell(ctx, key, table_cfg, dataset, method, model, cell))
+    return drafts
 
 
 def _dataset_cell(
-    ctx: _PaperContext,
-    key: str,
-    view: TableView,
-    dataset: str,
-    method: str,
-    model: str | None,
-    cell: Cell,
-    spread_kind: str,
-) -> ScoreCell:
+    ctx: _PaperContext, key: str, table_cfg: Mapping[str, Any], dataset: str, method: str, model: str | None, cell: Cell
+) -> _Draft:
+    draft = _Draft(_base(ctx, key, dataset, method, model, cell))
     notes: list[str] = []
-    if SELECTED_ON.get(ctx.paper) == "test":
-        notes.append(TEST_SELECTION_NOTE)
+    if cell.paper is not None and cell.paper.quoted:
+        notes.append(f"the paper quotes this number from {cell.paper.quoted_from}: another paper's protocol")
     substitute = ctx.params.substitute_note(ctx.paper, dataset)
     if substitute:
         notes.append(substitute)
-    paper_se, paper_note = _paper_se(cell.paper, _paper_runs(ctx.params, ctx.paper, dataset))
+        draft.comparable = False
+    notes += [n for n in (ctx.unverified_note(dataset), ctx.stale_note(dataset, model)) if n]
     reason = ctx.not_run_reason(dataset, model)
     expected = model is not None and ctx.expects(dataset, model)
-    budget = ctx.params.budget_note(ctx.paper, dataset, model) if expected else None
-    runs = ctx.runs(dataset, model) if expected and reason is None else None
-    n_expected = len(ctx.params.folds(ctx.paper, dataset)) if expected else None
+    if expected:
+        draft.fields["budget"] = ctx.params.budget_note(ctx.paper, dataset, model)
+        draft.fields["n_expected"] = len(ctx.params.folds(ctx.paper, dataset))
     if cell.ours_mean is None:
-        if reason is None:  # results exist, but none has this table's metric
-            reason = f"no fold result has the metric {cell.metric!r}"
-        return _cell(
-            ctx,
-            key,
-            view,
-            dataset,
-            method,
-            model,
-            cell,
-            n_expected=n_expected,
-            paper_se=paper_se,
-            budget=budget,
-            reason=reason,
-            notes="; ".join(notes),
-        )
+        draft.fields["reason"] = reason or f"no fold result has the metric {cell.metric!r}"
+        draft.fields["notes"] = "; ".join(notes)
+        return draft
     folds = ctx.by_job.get((dataset, model), {}) if model is not None else {}
-    ours_se, basis, ours_note = _ours_se(cell, spread_kind, folds)
-    if runs is not None:
+    if expected and reason is None:
+        runs = ctx.runs(dataset, model)
         partial = _partial_note(runs)
         notes += [partial] if partial else []
         if cell.count is not None and cell.count < len(runs.present):
             notes.append(f"the metric is missing in {len(runs.present) - cell.count} of the fold results")
-    notes += [note for note in (paper_note, ours_note) if note]
-    verdict = _judged(cell.ours_mean, ours_se, paper_se, cell, notes, cell.metric)
-    return _cell(
-        ctx,
-        key,
-        view,
-        dataset,
-        method,
-        model,
-        cell,
-        ours_se=ours_se,
-        ours_se_basis=basis,
-        n_expected=n_expected,
-        paper_se=paper_se,
-        budget=budget,
-        notes="; ".join(notes),
-        **verdict,
-    )
+    draft.fields["notes"] = "; ".join(notes)
+    ours = ours_side(ctx.params, ctx.paper, dataset, cell, table_cfg.get("spread", "se"), folds)
+    if cell.paper is None:
+        draft.fields.update(ours_se=ours.se, ours_se_basis=ours.basis)
+        return draft
+    paper = paper_side(ctx.params, ctx.paper, dataset, table_cfg, cell.paper, ours, folds)
+    return _compared(draft, ours, paper, cell.metric, ctx.rules)
 
 
 def _task_of(ctx: _PaperContext, dataset: str) -> str:
     return get_source(ctx.params.source_of(ctx.paper, dataset)).task
 
 
-def _rank_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell]:
+def _rank_cells(ctx: _PaperContext, key: str, view: TableView) -> list[_Draft]:
     """Rank cells are judged only when every paper dataset of the task type has every method."""
     table_cfg = ctx.cfg["tables"][key]
     labels = _labels(ctx.cfg, table_cfg)
     group = table_cfg.get("group")
-    cells = []
+    drafts = []
     for task, metric in table_cfg["rank_metrics"].items():
         datasets = [
             d
@@ -533,45 +571,18 @@ def _rank_cells(ctx: _PaperContext, key: str, view: TableView) -> list[ScoreCell
             cell = view.cells[(method, task)]
             if cell.paper is None and cell.ours_mean is None:
                 continue
-            notes = [TEST_SELECTION_NOTE] if SELECTED_ON.get(ctx.paper) == "test" else []
-            paper_se, paper_note = _paper_se(cell.paper, None)
-            notes += [paper_note] if paper_note else []
-            common = dict(metric=_paper_metric(table_cfg, task), n_expected=len(datasets), paper_se=paper_se)
-            if gap is not None or cell.ours_mean is None:
-                reason = gap or "no results"
-                cells.append(
-                    _cell(
-                        ctx,
-                        key,
-                        view,
-                        task,
-                        method,
-                        _model_of(method, labels),
-                        cell,
-                        reason=reason,
-                        notes="; ".join(notes),
-                        **common,
-                    )
-                )
+            cell = replace(cell, metric=_paper_metric(table_cfg, task))
+            draft = _Draft(_base(ctx, key, task, method, _model_of(method, labels), cell))
+            draft.fields["n_expected"] = len(datasets)
+            if gap is not None or cell.ours_mean is None or cell.paper is None:
+                draft.fields["reason"] = gap or ("no results" if cell.ours_mean is None else None)
+                drafts.append(draft)
                 continue
-            verdict = _judged(cell.ours_mean, cell.ours_spread, paper_se, cell, notes, "rank")
-            cells.append(
-                _cell(
-                    ctx,
-                    key,
-                    view,
-                    task,
-                    method,
-                    _model_of(method, labels),
-                    cell,
-                    ours_se=cell.ours_spread,
-                    ours_se_basis="datasets",
-                    notes="; ".join(notes),
-                    **common,
-                    **verdict,
-                )
-            )
-    return cells
+            ours = Side(cell.ours_mean, cell.ours_spread, (cell.count or 1) - 1, f"{cell.count} datasets")
+            paper_se = cell.paper.spread if cell.paper.spread_kind == "se" else None
+            paper = Side(cell.paper.value, paper_se, None, "the paper's ± (SE)" if paper_se else "none given")
+            drafts.append(_compared(draft, ours, paper, cell.metric, ctx.rules))
+    return drafts
 
 
 def _paper_metric(table_cfg: Mapping[str, Any], task: str) -> str:
@@ -605,9 +616,52 @@ def _rank_gap(ctx: _PaperContext, task: str, metric: str, datasets: list[str], m
     )
 
 
+# --------------------------------------------------------------------------- verdicts per table
+def _finalise(drafts: list[_Draft], rules: VerdictRules) -> list[ScoreCell]:
+    """Benjamini–Hochberg over the table's tested cells, then each cell's verdict."""
+    judged = judge_table([d.test for d in drafts], rules.fdr)
+    return [ScoreCell(**_verdict(d, j, rules)) for d, j in zip(drafts, judged, strict=True)]
+
+
+def _verdict(draft: _Draft, judged: tuple[str, float] | None, rules: VerdictRules) -> dict[str, Any]:
+    out = dict(draft.fields)
+    notes = [out["notes"]] if out["notes"] else []
+    if out["ours_mean"] is None:
+        return out
+    if out["paper_value"] is None:
+        return out | dict(verdict_class=OURS_ONLY, verdict="ours only (the paper reports no value)")
+    test = draft.test
+    if test is None:
+        missing = "" if out["reason"] else " (" + _no_spread(draft) + ")"
+        text = f"{INCONCLUSIVE}{missing}"
+        return out | dict(verdict_class=INCONCLUSIVE if draft.comparable else NOT_COMPARABLE, verdict=text)
+    verdict_class, out["p_adjusted"] = judged
+    higher = test.delta > 0
+    direction = higher_is_better(out["metric"])
+    if verdict_class == DIFFERS:
+        out["better_or_worse"] = None if direction is None else ("better" if higher == direction else "worse")
+        text = f"differs (ours {'higher' if higher else 'lower'})"
+    elif verdict_class == INCONCLUSIVE:
+        text = INCONCLUSIVE
+        notes.append(runs_to_decide(test, draft.ours, draft.paper, rules.alpha))
+    else:
+        text = REPRODUCED
+    if not draft.comparable:
+        verdict_class, text = NOT_COMPARABLE, f"{NOT_COMPARABLE} (other data; would be: {text})"
+    return out | dict(verdict_class=verdict_class, verdict=text, notes="; ".join(notes))
+
+
+def _no_spread(draft: _Draft) -> str:
+    parts = [f"{side}: {s.basis}" for side, s in (("ours", draft.ours), ("paper", draft.paper)) if s and s.se is None]
+    return "Δ has no spread: " + "; ".join(parts) if parts else "Δ has no spread"
+
+
 # --------------------------------------------------------------------------- the whole card
-def build_scorecard(params: Any, paper: str | None = None, logs_dir: Path | None = None) -> Scorecard:
-    """Judge every cell of the profile's papers (or of `paper` only).
+def build_scorecard(
+    params: Any, paper: str | None = None, logs_dir: Path | None = None, *, frozen: bool = False
+) -> Scorecard:
+    """Judge every cell of the profile's papers (or of `paper` only); `frozen` for a committed run
+    record, judged as recorded (see collect_current_results).
 
     `logs_dir` is where the workflow's logs lie (default: `logs/` beside params.yaml, where
     Snakemake writes them). Raises ScorecardError for an unknown paper or one the profile does
@@ -623,14 +677,16 @@ def build_scorecard(params: Any, paper: str | None = None, logs_dir: Path | None
         papers = [paper]
     else:
         papers = [p for p in params.papers if params.selected_datasets(p)]
-    card = Scorecard(profile=params.profile_name, papers=papers, titles={})
+    rules = rules_of(params)
+    card = Scorecard(profile=params.profile_name, papers=papers, titles={}, rules=rules)
     for name in papers:
-        ctx = _PaperContext(params, name, Path(logs_dir))
+        ctx = _PaperContext(params, name, Path(logs_dir), rules, frozen)
         for key, table_cfg in ctx.cfg.get("tables", {}).items():
             view = build_view(key, table_cfg, name, ctx.cfg, ctx.frame, set(ctx.selected))
             card.titles[(name, key)] = f"{view.title} ({view.source.removesuffix('.')})"
             is_rank = table_cfg.get("kind", "metric") == "rank"
-            card.cells += _rank_cells(ctx, key, view) if is_rank else _dataset_cells(ctx, key, view)
+            drafts = _rank_cells(ctx, key, view) if is_rank else _dataset_cells(ctx, key, view)
+            card.cells += _finalise(drafts, rules)
         for dataset in ctx.selected:
             status = ctx.fetch_status(dataset)
             if status is not None and not status.ok:
@@ -638,12 +694,22 @@ def build_scorecard(params: Any, paper: str | None = None, logs_dir: Path | None
     return card
 
 
-def counts(cells: Iterable[ScoreCell]) -> dict[str, int]:
-    """Cells per verdict (plus how many differ for the better and for the worse)."""
-    tally = Counter(cell.verdict_class for cell in cells)
-    out = {COUNT_KEYS[v]: tally.get(v, 0) for v in VERDICTS}
-    out["cells"] = sum(tally.values())
-    return out
+def counts(cells: Iterable[ScoreCell]) -> dict[str, Any]:
+    """Cells per verdict, the paper's own runs apart from the numbers it quotes; `ours only`
+    cells (rows the paper lacks) are listed but enter neither tally."""
+    cells = list(cells)
+
+    def tally(group: Iterable[ScoreCell]) -> dict[str, int]:
+        found = Counter(c.verdict_class for c in group)
+        out = {COUNT_KEYS[v]: found.get(v, 0) for v in VERDICTS if v != OURS_ONLY}
+        out["cells"] = sum(out.values())
+        out["better"] = sum(1 for c in group if c.verdict_class == DIFFERS and c.better_or_worse == "better")
+        out["worse"] = sum(1 for c in group if c.verdict_class == DIFFERS and c.better_or_worse == "worse")
+        return out
+
+    result: dict[str, Any] = {group: tally([c for c in cells if c.count_group == group]) for group in COUNT_GROUPS}
+    result["ours_only"] = sum(1 for c in cells if c.verdict_class == OURS_ONLY)
+    return result
 
 
 def summary(card: Scorecard) -> dict[str, Any]:
@@ -653,144 +719,18 @@ def summary(card: Scorecard) -> dict[str, Any]:
         mine = [c for c in card.cells if c.paper == paper]
         tables = dict.fromkeys(c.table for c in mine)
         papers[paper] = {"all": counts(mine), **{t: counts(c for c in mine if c.table == t) for t in tables}}
-    return {"profile": card.profile, "all": counts(card.cells), "papers": papers, "unobtainable": card.unobtainable}
+    return {
+        "profile": card.profile,
+        "margins": {
+            m.metric: m.describe(1.0) if not m.relative else f"±{m.value:g} × |paper|"
+            for m in card.rules.margins.values()
+        },
+        "all": counts(card.cells),
+        "papers": papers,
+        "unobtainable": card.unobtainable,
+    }
 
 
 def cells_frame(card: Scorecard) -> pd.DataFrame:
     """One row per cell with every field (the CSV)."""
     return pd.DataFrame([asdict(c) for c in card.cells], columns=[f.name for f in fields(ScoreCell)])
-
-
-# --------------------------------------------------------------------------- Markdown
-def _number(value: float | None, metric: str, places: int | None = None) -> str:
-    return format_value(value, metric, places)
-
-
-def ours_text(cell: ScoreCell) -> str:
-    """Ours as `mean ± SE` with the mean's decimals, or a dash."""
-    if cell.ours_mean is None:
-        return DASH
-    places = decimals_for(cell.ours_mean, cell.metric)
-    mean = _number(cell.ours_mean, cell.metric, places)
-    return mean if cell.ours_se is None else f"{mean} ± {_number(cell.ours_se, cell.metric, places)}"
-
-
-def delta_text(cell: ScoreCell) -> str:
-    if cell.delta is None:
-        return DASH
-    places = decimals_for(cell.ours_mean if cell.ours_mean is not None else 0.0, cell.metric)
-    return f"{cell.delta:+.{places}f}"
-
-
-def z_text(cell: ScoreCell) -> str:
-    return DASH if cell.z is None else f"{cell.z:+.2f}"
-
-
-def verdict_text(cell: ScoreCell) -> str:
-    """The verdict with better/worse where it differs."""
-    return cell.verdict if cell.better_or_worse is None else f"{cell.verdict}: {cell.better_or_worse}"
-
-
-def notes_text(cell: ScoreCell) -> str:
-    """Reason, budget and notes in one line; the test-selection note shortened (the paper's
-    heading explains it once)."""
-    notes = [n for n in cell.notes.split("; ") if n and n != TEST_SELECTION_NOTE]
-    if cell.paper_selected_on:
-        notes.insert(0, f"paper selected on {cell.paper_selected_on}")
-    return "; ".join(p for p in (cell.reason, cell.budget, *notes) if p) or DASH
-
-
-def n_text(cell: ScoreCell) -> str:
-    if cell.n_expected is None:
-        return DASH if cell.n is None else str(cell.n)
-    return f"{cell.n or 0}/{cell.n_expected}"
-
-
-def _md(text: str) -> str:
-    return str(text).replace("|", r"\|").replace("\n", " ")
-
-
-def _md_table(header: list[str], rows: Iterable[list[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    lines += ["| " + " | ".join(_md(value) for value in row) + " |" for row in rows]
-    return lines
-
-
-VERDICT_RULE = (
-    f"z = Δ / √(SE_ours² + SE_paper²) with Δ = ours − paper, from whichever SEs exist (an SD the "
-    f"paper reports is turned into an SE with its number of folds or runs). Verdicts: "
-    f"**consistent** |z| ≤ {Z_LIMIT:g}; **differs** (ours higher/lower, and whether that is better "
-    f"or worse for the metric); **undetermined** where neither side has a spread or the paper "
-    f"reports no value; **not run** with the reason. Ours: mean ± SE over n folds (n/expected)."
-)
-
-
-def render_markdown(card: Scorecard) -> str:
-    """The scorecard to read: counts first, then every table's cells."""
-    lines = [
-        f"# Reproduction scorecard — profile `{card.profile}`",
-        "",
-        VERDICT_RULE,
-        "",
-        "Only the datasets the profile selects appear; `tabrepro scorecard` rebuilds this page.",
-        "",
-        "## Counts",
-        "",
-    ]
-    rows = []
-    for paper, stats in summary(card)["papers"].items():
-        for table, tally in stats.items():
-            rows.append([paper, table, *(tally[COUNT_KEYS[v]] for v in VERDICTS), tally["cells"]])
-    lines += _md_table(["Paper", "Table", *VERDICTS, "cells"], rows) + ["", "## Datasets not obtainable", ""]
-    gone = [
-        f"- {paper}/{dataset}: {error}"
-        for paper, items in card.unobtainable.items()
-        for dataset, error in items.items()
-    ]
-    lines += (gone or ["None."]) + [""]
-    header = ["Column", "Method", "Ours", "n", "Paper", "Δ", "z", "Verdict", "Reason / notes"]
-    for paper in card.papers:
-        lines += [f"## {paper}", ""]
-        if SELECTED_ON.get(paper) == "test":
-            lines += [f"Every {paper} cell: {TEST_SELECTION_NOTE}. The verdicts are still computed.", ""]
-        for (owner, table), title in card.titles.items():
-            if owner != paper:
-                continue
-            mine = [c for c in card.cells if c.paper == paper and c.table == table]
-            lines += [f"### {table}: {title}", ""]
-            if not mine:
-                lines += ["_No cell: no selected dataset of this table's task types._", ""]
-                continue
-            lines += _md_table(
-                header,
-                (
-                    [
-                        c.column,
-                        c.method,
-                        ours_text(c),
-                        n_text(c),
-                        c.paper_text or DASH,
-                        delta_text(c),
-                        z_text(c),
-                        verdict_text(c),
-                        notes_text(c),
-                    ]
-                    for c in mine
-                ),
-            ) + [""]
-    return "\n".join(lines)
-
-
-def write_scorecard(card: Scorecard, out_dir: Path) -> list[Path]:
-    """Write scorecard.md, scorecard.csv and summary.json atomically; returns their paths."""
-    out_dir = Path(out_dir)
-    payloads = {
-        SCORECARD_MARKDOWN_FILE: render_markdown(card).encode("utf-8"),
-        SCORECARD_CSV_FILE: cells_frame(card).to_csv(index=False, lineterminator="\n").encode("utf-8"),
-        SCORECARD_SUMMARY_FILE: (json.dumps(summary(card), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-    }
-    written = []
-    for name in SCORECARD_FILES:
-        atomic_write(out_dir / name, payloads[name])
-        written.append(out_dir / name)
-    return written

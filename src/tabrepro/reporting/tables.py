@@ -61,12 +61,14 @@ def collect_results(results_dir: Path, paper: str) -> list[dict[str, Any]]:
     return [_read_result(path, paper) for path in sorted(root.glob(f"*/*/fold*/{METRICS_FILE}"))]
 
 
-def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
+def collect_current_results(params: Any, paper: str, *, frozen: bool = False) -> list[dict[str, Any]]:
     """The metrics.json of the active profile's jobs for `paper` (tabrepro.config.Params).
 
     Files of jobs outside the profile are left out. A job's file written under other parameters
     (its params_digest differs from params.yaml's, e.g. restored by `dvc pull` without a rerun)
-    raises ResultsError naming it: a table must never mix settings silently.
+    raises ResultsError naming it: a table must never mix settings silently. A committed run
+    record is `frozen`: its results are judged as they were recorded, each one written under other
+    parameters marked `stale_digest` so that its cells say so.
     """
     root = Path(params.results_dir)
     results = []
@@ -76,7 +78,9 @@ def collect_current_results(params: Any, paper: str) -> list[dict[str, Any]]:
             continue
         result = _read_result(path, paper)
         expected = params.job_digest(job)
-        if result.get("params_digest") != expected:
+        if result.get("params_digest") != expected and frozen:
+            result["stale_digest"] = expected
+        elif result.get("params_digest") != expected:
             raise ResultsError(
                 f"{path}: written under other parameters (params_digest "
                 f"{result.get('params_digest')!r}, params.yaml gives {expected!r}); "
