@@ -25,9 +25,9 @@ rule analyse_fold:
         digest=analysis_digest,
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{CLI} analyse {params.paper} {wildcards.dataset} {wildcards.experiment}"
-        " --fold {wildcards.fold} --metrics {input.metrics} --weights {input.weights}"
-        " --output-dir {params.outdir} --threads {threads} > {log} 2>&1"
+        "{CLI} analyse {params.paper:q} {wildcards.dataset:q} {wildcards.experiment:q}"
+        " --fold {wildcards.fold:q} --metrics {input.metrics:q} --weights {input.weights:q}"
+        " --output-dir {params.outdir:q} --threads {threads} > {log:q} 2>&1"
 
 
 rule analyse_lookup:
@@ -50,5 +50,5 @@ rule analyse_lookup:
         digest=analysis_digest,
         outdir=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "{CLI} analyse {params.paper} {wildcards.dataset} lookup"
-        " --output-dir {params.outdir} --threads {threads} > {log} 2>&1"
+        "{CLI} analyse {params.paper:q} {wildcards.dataset:q} lookup"
+        " --output-dir {params.outdir:q} --threads {threads} > {log:q} 2>&1"

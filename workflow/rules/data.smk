@@ -14,7 +14,7 @@ rule fetch:
         mem_mb=SIZER.mem_mb("fetch"),
         runtime=SIZER.runtime("fetch"),
     shell:
-        "{CLI} fetch {wildcards.source} --record > {log} 2>&1"
+        "{CLI} fetch {wildcards.source:q} --record > {log:q} 2>&1"
 
 
 checkpoint availability:
@@ -29,7 +29,7 @@ checkpoint availability:
         mem_mb=SIZER.mem_mb("availability"),
         runtime=SIZER.runtime("availability"),
     shell:
-        "printf '%s\\n' {input} > {output} 2> {log}"
+        "printf '%s\\n' {input:q} > {output:q} 2> {log:q}"
 
 
 rule prepare:
@@ -45,7 +45,7 @@ rule prepare:
         mem_mb=SIZER.mem_mb("prepare"),
         runtime=SIZER.runtime("prepare"),
     shell:
-        "{CLI} prepare {wildcards.source} > {log} 2>&1"
+        "{CLI} prepare {wildcards.source:q} > {log:q} 2>&1"
 
 
 rule split:
@@ -62,4 +62,4 @@ rule split:
     params:
         digest=lambda wildcards: PARAMS.split_digest(wildcards.paper, wildcards.dataset),
     shell:
-        "{CLI} split {wildcards.paper} {wildcards.dataset} > {log} 2>&1"
+        "{CLI} split {wildcards.paper:q} {wildcards.dataset:q} > {log:q} 2>&1"

@@ -24,9 +24,9 @@ rule feature_sparsity:
     params:
         digest=lambda wildcards: SPARSITY.digest(PARAMS.seed) if SPARSITY else "",
     shell:
-        "{CLI} sparsity {wildcards.paper} {wildcards.dataset} {wildcards.model}"
-        " --fold {wildcards.fold} --metrics {input.metrics} --output {output}"
-        " --threads {threads} > {log} 2>&1"
+        "{CLI} sparsity {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q}"
+        " --fold {wildcards.fold:q} --metrics {input.metrics:q} --output {output:q}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 # The folds of the models that params.yaml `folds_in_one_job` lists run one after another in one
@@ -55,8 +55,8 @@ for _group in SPARSITY_GROUPS:
             digest=lambda wildcards: SPARSITY.digest(PARAMS.seed),
             folds=" ".join(map(str, _group.folds)),
         shell:
-            "{CLI} sparsity {wildcards.paper} {wildcards.dataset} {wildcards.model}"
-            " --fold {params.folds} --threads {threads} > {log} 2>&1"
+            "{CLI} sparsity {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q}"
+            " --fold {params.folds} --threads {threads} > {log:q} 2>&1"
 
     workflow.ruleorder(f"feature_sparsity_folds_{_group.paper}_{_group.dataset}", "feature_sparsity")
 
@@ -75,4 +75,4 @@ rule feature_sparsity_plot:
         mem_mb=SIZER.mem_mb("feature_sparsity_plot"),
         runtime=SIZER.runtime("feature_sparsity_plot"),
     shell:
-        "{CLI} sparsity-plot {wildcards.paper} > {log} 2>&1"
+        "{CLI} sparsity-plot {wildcards.paper:q} > {log:q} 2>&1"

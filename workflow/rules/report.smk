@@ -21,4 +21,4 @@ rule report_html:
     params:
         outdir=str(LAYOUT.report_dir),
     shell:
-        "{CLI} report --output-dir {params.outdir} > {log} 2>&1"
+        "{CLI} report --output-dir {params.outdir:q} > {log:q} 2>&1"

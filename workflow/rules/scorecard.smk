@@ -19,4 +19,4 @@ rule scorecard:
         mem_mb=SIZER.mem_mb("scorecard"),
         runtime=SIZER.runtime("scorecard"),
     shell:
-        "{CLI} scorecard > {log} 2>&1"
+        "{CLI} scorecard > {log:q} 2>&1"

@@ -23,4 +23,4 @@ for _paper in SELECTED_PAPERS:
         params:
             paper=_paper,
         shell:
-            "{CLI} tables {params.paper} > {log} 2>&1"
+            "{CLI} tables {params.paper:q} > {log:q} 2>&1"

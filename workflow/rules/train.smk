@@ -27,8 +27,8 @@ rule train:
         # Reruns the job when any parameter its result depends on changes (and only then).
         digest=job_digest,
     shell:
-        "{CLI} train {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
-        " --threads {threads} --output {output} > {log} 2>&1"
+        "{CLI} train {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q} {wildcards.fold:q}"
+        " --threads {threads} --output {output:q} > {log:q} 2>&1"
 
 
 # One rule per paper x dataset whose folds train together: its outputs are the folds' own
@@ -61,8 +61,8 @@ for _group in FOLD_GROUPS:
         params:
             digest=folds_digest,
         shell:
-            "{CLI} train-folds {wildcards.paper} {wildcards.dataset} {wildcards.model}"
-            " --threads {threads} > {log} 2>&1"
+            "{CLI} train-folds {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q}"
+            " --threads {threads} > {log:q} 2>&1"
 
     workflow.ruleorder(f"train_folds_{_group.paper}_{_group.dataset}", "train")
 
@@ -88,8 +88,8 @@ rule train_batch:
         digest=job_digest,
     shell:
         # Snakemake clears the log before each attempt; a resumed attempt logs "resumed from step N".
-        "{CLI} train-batch {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
-        " {wildcards.batch} --threads {threads} --output {output} >> {log} 2>&1"
+        "{CLI} train-batch {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q} {wildcards.fold:q}"
+        " {wildcards.batch:q} --threads {threads} --output {output:q} >> {log:q} 2>&1"
 
 
 rule select_config:
@@ -112,5 +112,5 @@ rule select_config:
     params:
         digest=job_digest,
     shell:
-        "{CLI} select {wildcards.paper} {wildcards.dataset} {wildcards.model} {wildcards.fold}"
-        " --threads {threads} --output {output.metrics} >> {log} 2>&1"
+        "{CLI} select {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q} {wildcards.fold:q}"
+        " --threads {threads} --output {output.metrics:q} >> {log:q} 2>&1"
