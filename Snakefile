@@ -8,9 +8,21 @@
 #
 # Rules are thin calls of the `tabrepro` CLI; the logic lives in the package (src/tabrepro).
 
+import sys
+
 from snakemake.utils import min_version
 
+from tabrepro.config import ParamsError, read_params_file
+
 min_version("9.0")
+
+# Read once before `configfile:` because Snakemake's own message for a YAML syntax error names no
+# line; this one does, as `tabrepro validate` does.
+try:
+    read_params_file("params.yaml")
+except ParamsError as error:
+    print(f"tabrepro: error: {error}", file=sys.stderr)
+    sys.exit(2)
 
 
 # params.yaml is checked against workflow/schemas/params.schema.yaml (and its cross-references)

@@ -36,6 +36,8 @@ DEFAULT_PARAMS_FILE = Path("params.yaml")
 DATA_DIR_ENV = "TABREPRO_DATA_DIR"
 RESULTS_DIR_ENV = "TABREPRO_RESULTS_DIR"  # e.g. a committed run record (tabrepro.reporting.records)
 MIRROR_ENV = "TABREPRO_DATA_MIRROR"
+# What the schema's `name` pattern allows; names become parts of paths and shell commands.
+NAME_RULE = "letters, digits, '_', '.' and '-', starting with a letter or digit, without '..'"
 
 
 class ParamsError(InputError, ValueError):
@@ -71,6 +73,25 @@ def _did_you_mean(value: str, known: Iterable[str]) -> str:
     return f"{hint} (known: {shown})"
 
 
+def read_params_file(path: str | Path) -> dict:
+    """A parameters file's YAML mapping, unchecked; a syntax error names its line and column."""
+    path = Path(path)
+    if not path.is_file():
+        raise ParamsError(f"{path}: no such parameters file")
+    try:
+        raw = yaml.load(path.read_text(), Loader=YAML_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        # The parser notices a missing bracket or quote lines later; its context says where it began.
+        started = getattr(exc, "context_mark", None)
+        context = f" ({exc.context} at line {started.line + 1})" if started and exc.context else ""
+        raise ParamsError(f"{path}:{where} not valid YAML: {getattr(exc, 'problem', exc)}{context}") from None
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    return raw
+
+
 def load_schema() -> dict:
     if not SCHEMA_PATH.is_file():
         raise ParamsError(f"schema not found at {SCHEMA_PATH}; tabrepro must run from its repository")
@@ -85,7 +106,10 @@ def validate_schema(raw: dict, source: str = "params.yaml") -> None:
         # For a oneOf/anyOf failure, the most specific sub-error names the real problem.
         while error.context:
             error = max(error.context, key=lambda e: len(e.absolute_path))
-        raise ParamsError(f"{source}: at {_key_path(error.absolute_path)}: {error.message}")
+        message = error.message
+        if "propertyNames" in error.schema_path:  # the schema's `name` rule, said in words
+            message = f"{error.instance!r} is not a usable name ({NAME_RULE})"
+        raise ParamsError(f"{source}: at {_key_path(error.absolute_path)}: {message}")
 
 
 def extends_chain(spaces: dict[str, dict], name: str, source: str = "params.yaml") -> list[str]:
@@ -125,17 +149,7 @@ class Params:
     @classmethod
     def from_file(cls, path: str | Path = DEFAULT_PARAMS_FILE, profile: str | None = None) -> Params:
         path = Path(path)
-        if not path.is_file():
-            raise ParamsError(f"{path}: no such parameters file")
-        try:
-            raw = yaml.load(path.read_text(), Loader=YAML_LOADER)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise ParamsError(f"{path}:{where} not valid YAML: {getattr(exc, 'problem', exc)}") from None
-        if not isinstance(raw, dict):
-            raise ParamsError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-        return cls(raw, source=str(path), profile=profile)
+        return cls(read_params_file(path), source=str(path), profile=profile)
 
     # ----------------------------------------------------------------------------- checks
     def _fail(self, where: str, message: str) -> None:

@@ -8,12 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
-import yaml
 from snakemake.exceptions import WorkflowError
 
 from tabrepro.analysis.jobs import active_settings, lookup_input_files
 from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
-from tabrepro.config import YAML_LOADER, Job, Params, ParamsError
+from tabrepro.config import Job, Params, ParamsError, read_params_file
 from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
 from tabrepro.resources import JobSizer, fold_groups
@@ -27,8 +26,7 @@ def _load_params(config):
     Only `profile` may be overridden on the command line: the CLI that the rules call reads
     params.yaml itself, so any other override would silently not reach the jobs.
     """
-    with open(PARAMS_FILE) as handle:
-        on_disk = yaml.load(handle, Loader=YAML_LOADER)
+    on_disk = read_params_file(PARAMS_FILE)
     extra = sorted(k for k in config if k != "profile" and config[k] != on_disk.get(k))
     if extra:
         raise ParamsError(f"--config may only set 'profile' (got {', '.join(extra)}); edit {PARAMS_FILE} instead")
