@@ -138,7 +138,7 @@ def test_dvc_files_are_committed_and_the_pipeline_parses(tmp_path):
 
 @pytest.mark.slow
 def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
-    env = _env(tmp_path)
+    env = {**_env(tmp_path), "TABREPRO_KEEP_STATE": "1"}  # NPT's state stays: the clone lacks it by .dvcignore
     work = make_repo(tmp_path / "repo", env, dvc_tiny_profile)
 
     # 1. dvc repro runs data -> train -> tables -> report through Snakemake.

@@ -60,7 +60,7 @@ def test_each_configuration_job_stores_validation_scores_predictions_and_weights
         with np.load(out / "predictions.npz", allow_pickle=False) as stored:
             assert stored["val"].shape == (result["split"]["n_val"], 2)
             assert stored["test"].shape == (result["split"]["n_test"], 2)
-        assert (out / "weights.pt").stat().st_size > 0 and len(list((out / "state").glob("*/state.pt"))) == 1
+        assert (out / "weights.pt").stat().st_size > 0 and not (out / "state").exists()  # dropped once done
 
 
 def test_selection_uses_validation_only_and_scores_the_winner_once(prepared):
@@ -95,13 +95,19 @@ def test_selection_names_the_gpu_its_configurations_computed_on(prepared, tmp_pa
 
 
 def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weights(prepared):
+    """Its state is dropped once its result is written; kept when asked (keep_state), a rerun
+    resumes at the last step and gives the same weights."""
     _, _, params, job, results = prepared
     out = params.config_dir(job, 0)
     before = (out / "weights.pt").read_bytes()
+    kept = run_config_job(params, job, 0, out, keep_state=True)
+    assert kept["fit_info"]["resumed_from"] is None  # trained afresh: the first run dropped its state
+    assert len(list((out / "state").glob("*/state.pt"))) == 1
     again = run_config_job(params, job, 0, out)
     assert again["fit_info"]["resumed_from"] == results[0]["fit_info"]["steps"]
     assert (out / "weights.pt").read_bytes() == before
-    assert again["metrics"] == results[0]["metrics"]
+    assert again["metrics"] == results[0]["metrics"] == kept["metrics"]
+    assert not (out / "state").exists()
 
 
 def test_a_batch_keeps_finished_configurations_and_trains_the_rest_as_single_jobs_would(prepared, tmp_path):

@@ -94,7 +94,7 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
             assert (job / "weights.pt").read_bytes() == (
                 job / f"config{npt['selection']['best_index']}/weights.pt"
             ).read_bytes()
-            assert len(list((job / "config0/state").glob("*/state.pt"))) == 1  # resumable, not an output
+            assert not (job / "config0/state").exists()  # resumable until its result was written
         for model in ("knn", "random_forest"):
             for fold in (0, 1):
                 result = json.loads((work / f"results/npt/{dataset}/{model}/fold{fold}/metrics.json").read_text())

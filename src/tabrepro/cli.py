@@ -299,7 +299,7 @@ def cmd_train_config(args: argparse.Namespace) -> None:
     job = _job(params, args)
     _require_splits(params, job)
     out_dir = args.output_dir or params.config_dir(job, args.config)
-    result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads)
+    result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads, keep_state=args.keep_state)
     _print_result(Path(out_dir), result, split="val")
 
 
@@ -318,7 +318,9 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
             f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
         )
     _require_splits(params, job)
-    manifest = run_config_batch(params, job, batches[args.batch], n_jobs=args.threads, progress=not args.quiet)
+    manifest = run_config_batch(
+        params, job, batches[args.batch], n_jobs=args.threads, progress=not args.quiet, keep_state=args.keep_state
+    )
     out = Path(args.output or params.layout.config_batch.path(job, batch=args.batch))
     write_result(manifest, out)
     for entry in manifest["results"]:
@@ -599,6 +601,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paper")
     p.add_argument("dataset", help="the paper's dataset name")
 
+    def add_keep_state_argument(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--keep-state",
+            action="store_true",
+            default=None,
+            help="keep a finished configuration's resumable state (configC/state/: NPT's state.pt, "
+            "tens of MB and more) instead of removing it once its result.json is written; "
+            "TABREPRO_KEEP_STATE=1 in the environment does the same for every job of a run",
+        )
+
     def add_job_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
         p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
@@ -629,6 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_arguments(p)
     p.add_argument("config", type=int, help="configuration (variant) index")
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    add_keep_state_argument(p)
     p.add_argument("--output-dir", type=Path, help="default: results/PAPER/DATASET/MODEL/foldK/configC")
     p = add(
         "train-batch",
@@ -640,6 +653,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_job_arguments(p)
     p.add_argument("batch", type=int, help="batch index (configs_per_job configurations each)")
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
+    add_keep_state_argument(p)
     p.add_argument("--output", type=Path, help="manifest (default: results/PAPER/DATASET/MODEL/foldK/batchB.json)")
     p = add(
         "select",

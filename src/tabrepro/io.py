@@ -16,7 +16,8 @@ belong together (a table and its schema). The torch checkpoint writer is
 A temporary file is locked (flock) while its writer lives. A kill -9 leaves it behind unlocked:
 the next writer of the same file, and `remove_stale_temps` at a job's start, delete such files
 and never one a live writer holds. A write that fails for want of space (or any OSError that names
-no file) is re-raised naming the file that could not be written.
+no file) is re-raised naming the file that could not be written. A resume file that cannot be
+read (empty, truncated, garbage) is moved aside by `set_aside`, never left to fail every retry.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import re
 import secrets
@@ -41,6 +43,10 @@ __all__ = [
     "write_json",
 ]
 
+
+CORRUPT_SUFFIX = ".corrupt"  # a resume file that could not be read, kept beside it for a look
+
+log = logging.getLogger(__name__)
 
 # What follows `.NAME.` in a temporary file's name: the random tag, then the writer's suffix.
 _TEMP_TAG = r"[0-9a-f]{8}(\.[^/]*)?"
@@ -103,6 +109,16 @@ def _remove_if_unheld(temp: Path) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def set_aside(path: str | Path, problem: str, instead: str) -> Path:
+    """Move an unreadable resume file to NAME.corrupt and say so on one line: the file, what is
+    wrong with it and what the job does `instead` (starts from scratch, or from older state)."""
+    path = Path(path)
+    aside = path.with_name(path.name + CORRUPT_SUFFIX)
+    os.replace(path, aside)
+    log.warning("%s: %s; moved aside to %s; %s", path, problem, aside.name, instead)
+    return aside
 
 
 def _named(error: BaseException, path: Path, temp: Path) -> BaseException:

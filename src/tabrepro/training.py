@@ -7,10 +7,12 @@ names, so a job gives the same result wherever and whenever it runs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import logging
+import os
 import re
 import shutil
 import time
@@ -26,7 +28,7 @@ from tabrepro.data.table import load_table, release_arrow_memory
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
-from tabrepro.io import atomic_write, write_json
+from tabrepro.io import atomic_write, remove_stale_temps, set_aside, write_json
 from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
@@ -212,6 +214,7 @@ class ScoredConfigurations:
         )
         self.root = params.job_dir(job) / STATE_DIR / TUNING_DIR
         self.dir = self.root / hashlib.sha256(key.encode()).hexdigest()[:12]
+        remove_stale_temps(self.dir)  # half-written scores of a killed run
 
     def _path(self, index: int) -> Path:
         return self.dir / f"config{index}.json"
@@ -222,8 +225,21 @@ class ScoredConfigurations:
         return self.dir / f"config{index}"
 
     def get(self, index: int) -> dict[str, float] | None:
+        """Configuration `index`'s saved metrics; None when it has none, or when its file cannot
+        be read (then moved aside: that configuration is scored again, the others are kept)."""
         path = self._path(index)
-        return json.loads(path.read_text())["metrics"] if path.is_file() else None
+        try:
+            saved = json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except ValueError as error:  # not JSON, or not UTF-8
+            problem = f"not a saved score ({_one_line(error)})"
+        else:
+            problem = _saved_score_problem(saved, index)
+        if problem is None:
+            return saved["metrics"]
+        set_aside(path, problem, f"configuration {index} is scored again; saved scores of the others are kept")
+        return None
 
     def put(self, index: int, config: dict, metrics: dict[str, float]) -> None:
         write_json(self._path(index), {"index": index, "config": config, "metrics": metrics}, default=_jsonable)
@@ -236,6 +252,22 @@ class ScoredConfigurations:
             self.root.parent.rmdir()
         except OSError:
             pass
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())[:200] or type(error).__name__
+
+
+def _saved_score_problem(saved: object, index: int) -> str | None:
+    """What is wrong with a configuration's saved score as read back, or None if nothing."""
+    if not isinstance(saved, dict) or saved.get("index") != index:
+        return f"not the saved score of configuration {index}"
+    metrics = saved.get("metrics")
+    if not isinstance(metrics, dict) or not metrics:
+        return "a saved score without metrics"
+    if not all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in metrics.values()):
+        return "a saved score whose metrics are not all numbers"  # None: a metric undefined on these rows
+    return None
 
 
 def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
@@ -297,10 +329,61 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
 def run_folds(params: Params, jobs: list[Job], *, n_jobs: int = 1, progress: bool = True) -> Iterator[tuple[Job, dict]]:
     """`run_job` for several folds one after another in this process (a train_folds job), each
     result yielded as it is ready. A fold's result is the one its own job would give (its seeds
-    come from its names, not from what ran before it); its peak memory is measured afresh."""
+    come from its names, not from what ran before it); its peak memory is measured afresh.
+
+    Each finished fold's result is also kept in its state directory (`FINISHED_FILE`) until every
+    fold was yielded: Snakemake deletes all outputs of a job that was killed, the metrics.json of
+    the folds it had finished included, and the rerun gives those folds back instead of training
+    them again.
+    """
     for job in jobs:
-        reset_peak_memory()
-        yield job, run_job(params, job, n_jobs=n_jobs, progress=progress)
+        result = _kept_fold(params, job)
+        if result is None:
+            reset_peak_memory()
+            result = run_job(params, job, n_jobs=n_jobs, progress=progress)
+            write_result(result, _kept_fold_path(params, job))
+        else:
+            log.info(
+                "%s/%s/%s fold %d: finished by an earlier, stopped run of this job; not trained again",
+                job.paper,
+                job.dataset,
+                job.model,
+                job.fold,
+            )
+        yield job, result
+    for job in jobs:
+        _drop_kept_fold(params, job)
+
+
+def _kept_fold_path(params: Params, job: Job) -> Path:
+    return params.job_dir(job) / STATE_DIR / FINISHED_FILE
+
+
+def _kept_fold(params: Params, job: Job) -> dict | None:
+    """The result an earlier, stopped run of this train_folds job kept for `job`, if it was
+    written under the same parameters and split; an unreadable one is moved aside."""
+    path = _kept_fold_path(params, job)
+    try:
+        result = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        set_aside(path, f"not a result ({_one_line(error)})", f"fold {job.fold} is trained again")
+        return None
+    if not (
+        isinstance(result, dict) and isinstance(result.get("metrics"), dict) and isinstance(result.get("split"), dict)
+    ):
+        set_aside(path, "not a result (no metrics or split)", f"fold {job.fold} is trained again")
+        return None
+    split = load_split(fold_path(params.split_dir(job.paper, job.dataset), job.fold))
+    same = result.get("params_digest") == params.job_digest(job) and result["split"].get("sha256") == split.sha256
+    return result if same and result.get("fold") == job.fold and result.get("model") == job.model else None
+
+
+def _drop_kept_fold(params: Params, job: Job) -> None:
+    _kept_fold_path(params, job).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the state directory goes too unless something else lives there
+        _kept_fold_path(params, job).parent.rmdir()
 
 
 def _repeat_runs(
@@ -331,23 +414,31 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
 # ------------------------------------------------------------------ one job per configuration
 STATE_DIR = "state"
 TUNING_DIR = "tuning"  # under STATE_DIR of an in-job search's directory (ScoredConfigurations)
+FINISHED_FILE = "finished.json"  # under STATE_DIR: a fold's result until its train_folds job ends
+KEEP_STATE_ENV = "TABREPRO_KEEP_STATE"  # =1: keep finished configurations' state (as --keep-state)
 
 
-def run_config_job(params: Params, job: Job, config_index: int, out_dir: Path, *, n_jobs: int = 1) -> dict:
+def run_config_job(
+    params: Params, job: Job, config_index: int, out_dir: Path, *, n_jobs: int = 1, keep_state: bool | None = None
+) -> dict:
     """Train one configuration (e.g. one NPT variant) and store its validation score.
 
     Writes predictions.npz (validation and test outputs, no labels), weights.pt and, last,
     result.json. The test outputs are not scored here: `select_config` scores only the winner's.
-    Resumable state lives in out_dir/state, which the workflow does not declare as an output.
+    Resumable state lives in out_dir/state, which the workflow does not declare as an output; it
+    is removed once result.json is written (NPT's is tens of MB and more), unless `keep_state`
+    (None: unless the environment sets KEEP_STATE_ENV=1).
     """
     started = time.perf_counter()
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
     _check_config_index(params, job, config_index, len(configs))
-    return _train_config(params, job, data, configs, config_index, Path(out_dir), n_jobs, started)
+    return _train_config(params, job, data, configs, config_index, Path(out_dir), n_jobs, started, keep_state)
 
 
-def run_config_batch(params: Params, job: Job, indices: range, *, n_jobs: int = 1, progress: bool = False) -> dict:
+def run_config_batch(
+    params: Params, job: Job, indices: range, *, n_jobs: int = 1, progress: bool = False, keep_state: bool | None = None
+) -> dict:
     """Train configurations `indices` one after another (a `train_batch` job); returns its manifest.
 
     Each configuration writes its own directory as `run_config_job` does. A configuration whose
@@ -366,7 +457,7 @@ def run_config_batch(params: Params, job: Job, indices: range, *, n_jobs: int = 
         result = _finished_result(params, job, out_dir, configs[index])
         reused = result is not None
         if result is None:
-            result = _train_config(params, job, data, configs, index, out_dir, n_jobs, started)
+            result = _train_config(params, job, data, configs, index, out_dir, n_jobs, started, keep_state)
         entries.append(
             {
                 "config_index": index,
@@ -419,6 +510,7 @@ def _train_config(
     out_dir: Path,
     n_jobs: int,
     started: float,
+    keep_state: bool | None = None,
 ) -> dict:
     config = configs[index]
     state = _state_dir(out_dir, params, data, config)
@@ -441,7 +533,16 @@ def _train_config(
         "weights": WEIGHTS_FILE if has_weights else None,
     }
     write_result(result, out_dir / RESULT_FILE)
+    if not (os.environ.get(KEEP_STATE_ENV) == "1" if keep_state is None else keep_state):
+        _drop_state(state)
     return result
+
+
+def _drop_state(state: Path) -> None:
+    """A finished configuration's resumable state, and the state directory once it is empty."""
+    shutil.rmtree(state, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        state.parent.rmdir()
 
 
 def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> Path:

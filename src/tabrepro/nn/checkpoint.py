@@ -5,7 +5,9 @@ A resumed run must end with the weights of an uninterrupted one, so a checkpoint
 replaced whole (`atomic_torch_save`, built on tabrepro.io.atomic_open: a kill mid-write leaves the
 previous file), and is refused when it was written for another configuration (`read_checkpoint`).
 Files are read with `weights_only=True`: they hold tensors, plain containers and numbers, never
-pickled classes, so renaming a class never makes an old checkpoint unreadable.
+pickled classes, so renaming a class never makes an old checkpoint unreadable. A state or saved
+pass that cannot be read (empty, truncated, garbage) is moved aside to NAME.corrupt with one line
+saying so, and the job starts from scratch instead of failing on every retry.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import pickle
 import time
+import warnings
+import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +26,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from tabrepro.io import atomic_open
+from tabrepro.io import atomic_open, remove_stale_temps, set_aside
 
 BEST_WEIGHTS_PREFIX = "best-weights-at-"  # + the training position + ".pt", with best_weights_on_disk
 PASS_FILE = "pass-in-progress.pt"  # a long prediction pass's outputs so far (SavedPass)
@@ -40,6 +45,7 @@ __all__ = [
     "atomic_torch_save",
     "save_state_dict",
     "read_checkpoint",
+    "load_resume_file",
     "ResumableTrainer",
     "BEST_WEIGHTS_PREFIX",
     "load_weights_into",
@@ -106,18 +112,56 @@ def save_state_dict(module: torch.nn.Module, path: str | Path) -> None:
     atomic_torch_save({k: v.detach().cpu() for k, v in module.state_dict().items()}, Path(path))
 
 
+def _unreadable(path: Path, error: Exception) -> str:
+    """What is wrong with a file torch.load refused, in a few words (never torch's advice to
+    unpickle it)."""
+    if path.stat().st_size == 0:
+        return "empty file"
+    if not zipfile.is_zipfile(path):
+        return "not a PyTorch archive (cut short or overwritten)"
+    if isinstance(error, pickle.UnpicklingError):
+        return "a PyTorch archive holding more than tensors and plain values"
+    first_line = (str(error).splitlines() or [""])[0][:200]
+    return f"unreadable PyTorch archive ({type(error).__name__}: {first_line})"
+
+
+def load_resume_file(path: Path, instead: str, *, required: tuple[str, ...] = ("format",)) -> dict[str, Any] | None:
+    """A resume file's contents (on CPU), or None when there is none or it cannot be read as one:
+    such a file is set aside (tabrepro.io.set_aside) with `instead`, what the caller does now.
+    A file that opens but is not a dict with the `required` keys counts as unreadable."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            with warnings.catch_warnings():  # torch's advice on pickle protocols is not for us
+                warnings.simplefilter("ignore")
+                state = torch.load(handle, map_location="cpu", weights_only=True)
+        except Exception as error:
+            problem: str | None = _unreadable(path, error)
+        else:
+            missing = [key for key in required if key not in state] if isinstance(state, dict) else list(required)
+            problem = f"not a resume file (no {', '.join(missing)})" if missing else None
+    if problem is None:
+        return state
+    set_aside(path, problem, instead)
+    return None
+
+
 def read_checkpoint(
     path: Path, checkpoint_format: int, config: Any, neutral_fields: frozenset[str]
 ) -> dict[str, Any] | None:
-    """The state dict saved at `path` (on CPU), or None if there is no such file.
+    """The state dict saved at `path` (on CPU), or None if there is no such file or it cannot be
+    read (then moved aside, see `load_resume_file`: training starts from scratch).
 
     Refuses (ValueError) a file of another format or one written under a config that differs
     from `config` in any field outside `neutral_fields`; `config` is a dataclass config with
     `to_dict` / `from_dict` (NPTConfig, BiSHopConfig). Checks of the data are the caller's.
     """
-    if not path.exists():
+    state = load_resume_file(path, "training starts from scratch", required=("format", "config"))
+    if state is None:
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)
     if state.get("format") != checkpoint_format:
         raise ValueError(f"{path}: unknown checkpoint format {state.get('format')!r}")
     config_cls = type(config)
@@ -188,9 +232,11 @@ class SavedPass:
 
     def resume(self) -> int:
         """How many batches an earlier run of this pass finished (their outputs copied in)."""
-        if self.path is None or not self.path.is_file():
+        if self.path is None:
             return 0
-        saved = torch.load(self.path, map_location="cpu", weights_only=True)
+        saved = load_resume_file(self.path, "this pass starts at its first batch")
+        if saved is None:
+            return 0
         if saved.get("format") != PASS_FORMAT:  # older, or written by a newer checkout
             other = f"is in saved-pass format {saved.get('format')}, not {PASS_FORMAT}"
         elif saved.get("key") != self.key():
@@ -395,6 +441,7 @@ class ResumableTrainer:
         assert self.checkpoint_dir is not None and self.model is not None
         assert self.optimizer is not None and self._dropout_generator is not None
         path = self.checkpoint_dir / self.state_file
+        remove_stale_temps(self.checkpoint_dir)  # a killed run's half-written files
         state = read_checkpoint(path, self.checkpoint_format, self.config, self.resume_neutral_fields)
         if state is None:
             self._remove_unnamed_best_files()  # left by an earlier run that wrote no state
