@@ -140,6 +140,7 @@ def run_unit(params_file: Path, shared_data: Path, dataset: str, model: str, thr
         "seed": params.seed,
         "split_seed": derive_seed(params.seed, PAPER, dataset, "split"),
         "task": task,
+        "search_space": params.search_space(PAPER, dataset, model),
         "wall_time_s": round(time.perf_counter() - started, 1),
         "folds": folds,
         "per_metric": {m: seed_figures(folds, m) for m in METRICS[task]},
@@ -261,12 +262,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def calibrate(args: argparse.Namespace) -> int:
+def load_base(args: argparse.Namespace) -> dict:
+    """The base params file as it is now, validated: read again for each unit, since the schema it
+    must meet can change while a long run goes on."""
     from tabrepro.config import YAML_LOADER, Params
 
     Params.from_file(args.params, profile=args.profile)  # a clear error for a bad base file or profile
     base = yaml.load(args.params.read_text(), Loader=YAML_LOADER)
     base["profile"] = args.profile
+    return base
+
+
+def calibrate(args: argparse.Namespace) -> int:
+    from tabrepro.config import Params
+
+    base = load_base(args)
     settings = settings_of(args, base)
     record = read_record(args.out, settings)
     units = record["units"] if record else []
@@ -287,6 +297,9 @@ def calibrate(args: argparse.Namespace) -> int:
     todo = [(d, m, s) for s in seeds for d in args.datasets for m in args.models if (d, m, s) not in done]
     print(f"calibrate_spread: {len(done)} unit(s) held in {args.out}, {len(todo)} to run", flush=True)
     for i, (dataset, model, seed) in enumerate(todo, 1):
+        base = load_base(args)
+        if settings_of(args, base) != settings:
+            raise InputError(f"{args.params}: the protocol changed during the run; run again to continue")
         seed_dir = args.work_dir / f"seed{seed}"
         params_file = seed_params_file(base, seed, args, seed_dir / "data", seed_dir / "results")
         unit = run_unit(params_file, shared_data, dataset, model, args.threads)
