@@ -302,7 +302,7 @@ def test_reproduce_profile_leaves_out_gpu_models_with_reasons_and_shows_caps():
     assert params.not_run_reason("npt").startswith("needs a GPU")
     assert all(job.model not in params.not_run_models(job.paper) for job in params.jobs())
     note = params.budget_note("bishop", "adult", "ft_transformer")
-    assert note.startswith("budget capped: 2 of the paper's 100 configurations") and "2-core budget" in note
+    assert note.startswith("budget capped: 2 of the paper's 200 configurations") and "2-core budget" in note
     assert params.budget_note("npt", "breast_cancer", "xgboost") is None  # the paper's 48 configurations
 
 

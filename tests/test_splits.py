@@ -22,6 +22,7 @@ from tabrepro.splits import (
 CV10 = {"kind": "kfold", "n_folds": 10, "val_fraction": 0.2}
 HOLDOUT = {"kind": "holdout", "train": 0.7, "val": 0.1, "test": 0.2}
 OPENML = {"kind": "holdout", "train": 0.7, "val": 0.09, "test": 0.21, "max_train_rows": 500}
+SUBSAMPLED = {"kind": "holdout", "train": 0.7, "val": 0.09, "test": 0.21, "subsample_rows": 300}
 FIXED = {"kind": "fixed_test", "val_fraction": 0.15}
 
 
@@ -30,7 +31,7 @@ def labels(n: int, p_positive: float = 0.37, seed: int = 0) -> np.ndarray:
     return np.where(rng.random(n) < p_positive, "M", "B")
 
 
-@pytest.mark.parametrize("protocol", [CV10, HOLDOUT, OPENML])
+@pytest.mark.parametrize("protocol", [CV10, HOLDOUT, OPENML, SUBSAMPLED])
 @pytest.mark.parametrize("y", [None, labels(569)])
 def test_every_fold_is_a_disjoint_cover(protocol, y):
     for split in make_all_splits(protocol, 569, seed=3, y=y):
@@ -40,7 +41,7 @@ def test_every_fold_is_a_disjoint_cover(protocol, y):
         parts = [split.train, split.val, split.test, np.flatnonzero(roles == UNUSED)]
         assert sum(map(len, parts)) == 569
         assert len(np.unique(np.concatenate(parts))) == 569
-        if "max_train_rows" not in protocol:
+        if "max_train_rows" not in protocol and "subsample_rows" not in protocol:
             assert (roles == UNUSED).sum() == 0
 
 
@@ -133,3 +134,10 @@ def test_load_split_rejects_other_arrays(tmp_path):
 def test_split_counts():
     split = Split(np.array([0, 0, 1, 2, -1], dtype=np.int8))
     assert split.counts() == {"train": 2, "val": 1, "test": 1, "unused": 1}
+
+
+def test_a_subsampled_holdout_splits_only_its_drawn_rows():
+    """subsample_rows: 300 rows drawn, then 70/9/21 % of them; the rest of the 569 unused."""
+    counts = make_split(SUBSAMPLED, 569, fold=0, seed=3, y=labels(569)).counts()
+    assert counts == {"train": 210, "val": 27, "test": 63, "unused": 269}
+    assert make_split(SUBSAMPLED, 400, fold=0, seed=3).counts()["unused"] == 0  # 70 % of 400 < 300

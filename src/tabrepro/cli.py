@@ -105,6 +105,7 @@ def cmd_configs(args: argparse.Namespace) -> None:
     import json
 
     from tabrepro.data.registry import get_source
+    from tabrepro.training import selection_metric
     from tabrepro.tuning import job_configs, variant_names
 
     params = _params(args)
@@ -127,9 +128,12 @@ def cmd_configs(args: argparse.Namespace) -> None:
             file=sys.stderr,
         )
     space = params.dataset_entry(job.paper, job.dataset)["search_space"]
+    encodings = sorted({str(config["cat_encoding"]) for config in configs if "cat_encoding" in config})
     header = (
         f"# {job.paper}/{job.dataset}/{job.model}, profile {params.profile_name!r}: {len(configs)} "
-        f"configuration(s) from search space {space!r}, task {task}"
+        f"configuration(s) from search space {space!r}, task {task}, "
+        f"selected on validation {selection_metric(params, job.paper, task)}"
+        + (f", categorical features {'/'.join(encodings)}" if encodings else "")
     )
     note = params.budget_note(job.paper, job.dataset, job.model)
     print(header + (f"; {note}" if note else ""))
@@ -227,7 +231,19 @@ def cmd_split(args: argparse.Namespace) -> None:
     tested = np.zeros(schema.n_rows, dtype=int)
     for split in splits:
         tested[split.test] += 1
-    print(f"{manifest}: {len(splits)} fold(s); rows tested once: {(tested == 1).sum()}/{schema.n_rows}")
+    print(
+        f"{manifest}: {len(splits)} fold(s); train/val/test rows: {_role_counts(splits)}; "
+        f"rows tested once: {(tested == 1).sum()}/{schema.n_rows}"
+    )
+
+
+def _role_counts(splits: list) -> str:
+    """Train/val/test row counts, e.g. 738/211/106; a count that differs between folds as a range."""
+    parts = []
+    for role in ("train", "val", "test"):
+        counts = sorted({split.counts()[role] for split in splits})
+        parts.append(str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}")
+    return "/".join(parts)
 
 
 def _job(params: Params, args: argparse.Namespace) -> Job:

@@ -562,6 +562,9 @@ class Params:
             "space": self.search_space(job.paper, job.dataset, job.model),
             "n_configs": self.n_configs(job.paper, job.dataset, job.model),
         }
+        selection = self.raw["papers"][job.paper].get("selection_metric")
+        if selection:  # only where set, so that the other papers' digests stay as they were
+            relevant["selection_metric"] = selection
         return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
     def jobs(self, papers: Iterable[str] | None = None) -> list[Job]:

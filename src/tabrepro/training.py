@@ -41,8 +41,14 @@ from tabrepro.tuning import job_configs, select_best, variant_names
 log = logging.getLogger(__name__)
 
 # The deep models' criterion (validation target loss) serves every model: it is smooth, unlike
-# AUROC or accuracy on a few dozen validation rows.
+# AUROC or accuracy on a few dozen validation rows. A paper's `selection_metric` (params.yaml)
+# replaces it where the paper's tables were selected otherwise (BiSHop: validation AUROC, R²).
 SELECTION_METRIC = {"binary": "nll", "multiclass": "nll", "regression": "mse"}
+
+
+def selection_metric(params: Params, paper: str, task: str) -> str:
+    """The validation metric a paper's configurations are chosen on for a task."""
+    return (params.paper(paper).get("selection_metric") or {}).get(task, SELECTION_METRIC[task])
 
 
 @dataclass(frozen=True)
@@ -280,7 +286,7 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     started = time.perf_counter()
     data = load_fold(params, job)
     configs = job_configs(params, job, data.task)
-    selection_metric = SELECTION_METRIC[data.task]
+    chosen_on = selection_metric(params, job.paper, data.task)
     va, te = data.split.val, data.split.test
     scored = ScoredConfigurations(params, job, data.split, configs)
 
@@ -300,13 +306,13 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         else:
             earlier += 1
         val_metrics.append(metrics)
-        val_scores.append(metrics[selection_metric])
-        if _leads(val_scores, selection_metric):
+        val_scores.append(metrics.get(chosen_on))  # None (skipped) where undefined, e.g. a class absent
+        if _leads(val_scores, chosen_on):
             best_so_far = model
         del model
     if earlier:
         log.info("%s: %d of %d configurations were scored by an earlier, stopped run", label, earlier, len(configs))
-    best = select_best(val_scores, selection_metric)  # the last leader: select_best is prefix-consistent
+    best = select_best(val_scores, chosen_on)  # the last leader: select_best is prefix-consistent
     if best_so_far is None:
         best_so_far = _fit_config(params, job, data, best, configs[best], n_jobs=n_jobs, work_dir=scored.work_dir(best))
     test_runs = [outputs_metrics(data.task, model_outputs(best_so_far, data.task, data.X[te]), data.y[te], data.target)]
@@ -318,7 +324,7 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
         **_repeats_record(test_runs),
         "selected_config": configs[best],
         "selection": {
-            "metric": selection_metric,
+            "metric": chosen_on,
             "n_configs": len(configs),
             "best_index": best,
             "val_scores": val_scores,
@@ -576,8 +582,8 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         if result["params_digest"] != digest:
             raise ParamsError(f"{path} was written under different parameters; rerun that configuration")
         results.append(result)
-    metric = SELECTION_METRIC[data.task]
-    val_scores = [r["metrics"]["val"][metric] for r in results]
+    metric = selection_metric(params, job.paper, data.task)
+    val_scores = [r["metrics"]["val"].get(metric) for r in results]
     best = select_best(val_scores, metric)
     chosen_dir = params.config_dir(job, best)
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:

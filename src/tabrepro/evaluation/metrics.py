@@ -16,12 +16,20 @@ import numpy as np
 
 from tabrepro.tasks import Task
 
-__all__ = ["HIGHER_IS_BETTER", "NLL_CLIP", "PROBA_SUM_TOLERANCE", "compute_metrics", "is_better"]
+__all__ = [
+    "HIGHER_IS_BETTER",
+    "NLL_CLIP",
+    "OPTIONAL_METRICS",
+    "PROBA_SUM_TOLERANCE",
+    "compute_metrics",
+    "is_better",
+]
 
 HIGHER_IS_BETTER: dict[str, bool] = {
     "auroc": True,
     "auc_pct": True,
     "accuracy_pct": True,
+    "balanced_accuracy_pct": True,
     "r2_pct": True,
     "nll": False,
     "rmse": False,
@@ -33,6 +41,11 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 NLL_CLIP = 1e-15
 # Probability rows may miss 1 by float32 rounding (XGBoost, float32 MLPs), not by more.
 PROBA_SUM_TOLERANCE = 1e-5
+# Classification metrics computed only when asked for (`compute_metrics(..., optional=...)`), so
+# that the result files of the papers that do not report them stay as they are.
+# balanced_accuracy_pct: the mean of the per-class recalls, in % (macro-averaged accuracy: what
+# BiSHop's utils/metrics.py reports as accuracy, torcheval's multiclass_accuracy average="macro").
+OPTIONAL_METRICS = ("balanced_accuracy_pct",)
 
 
 def is_better(metric: str, candidate: float, incumbent: float) -> bool:
@@ -48,6 +61,7 @@ def compute_metrics(
     *,
     proba: np.ndarray | None = None,
     y_pred: np.ndarray | None = None,
+    optional: tuple[str, ...] = (),
 ) -> dict[str, float]:
     """All metrics the papers report for `task`, as plain floats.
 
@@ -55,16 +69,22 @@ def compute_metrics(
     single class, where AUROC is undefined). multiclass: accuracy_pct, nll, and auroc (macro
     one-vs-rest) only when every class occurs in y_true. regression: rmse, mse, r2_pct.
     Classification needs `proba`; `y_pred` defaults to its arg-max. Regression needs `y_pred`.
+    `optional` names OPTIONAL_METRICS to add (classification only).
     """
+    unknown = sorted(set(optional) - set(OPTIONAL_METRICS))
+    if unknown:
+        raise ValueError(f"unknown optional metric(s) {unknown}; known: {', '.join(OPTIONAL_METRICS)}")
     if task in ("binary", "multiclass"):
-        return _classification_metrics(task, y_true, proba, y_pred)
+        return _classification_metrics(task, y_true, proba, y_pred, optional)
     if task == "regression":
+        if optional:
+            raise ValueError(f"optional metrics {list(optional)} are classification metrics")
         return _regression_metrics(y_true, y_pred)
     raise ValueError(f"unknown task {task!r}; expected binary, multiclass or regression")
 
 
 def _classification_metrics(
-    task: str, y_true: np.ndarray, proba: np.ndarray | None, y_pred: np.ndarray | None
+    task: str, y_true: np.ndarray, proba: np.ndarray | None, y_pred: np.ndarray | None, optional: tuple[str, ...] = ()
 ) -> dict[str, float]:
     from sklearn import metrics as skm
 
@@ -101,6 +121,9 @@ def _classification_metrics(
         "accuracy_pct": 100.0 * float(skm.accuracy_score(labels_true, predicted)),
         "nll": float(skm.log_loss(labels_true, np.clip(probabilities, NLL_CLIP, 1.0), labels=all_labels)),
     }
+    if "balanced_accuracy_pct" in optional:
+        # classes absent from y_true have no recall and are left out of the mean, as in scikit-learn
+        results["balanced_accuracy_pct"] = 100.0 * float(skm.balanced_accuracy_score(labels_true, predicted))
     present = np.unique(labels_true)
     if task == "binary" and present.size == 2:
         auroc = float(skm.roc_auc_score(labels_true, probabilities[:, 1]))

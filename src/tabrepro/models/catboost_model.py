@@ -6,6 +6,9 @@ MVS, which ignores it without a word; so when a space sets bagging_temperature a
 bootstrap_type we select Bayesian, and refuse it beside any other bootstrap_type. Nothing is
 written to disk (no catboost_info directory) and nothing is logged: CatBoost has no warnings-only
 level, and the conflicting options we know of raise a CatBoostError (one line, see training).
+`cat_encoding: native` (BiSHop App. A.3) hands CatBoost label-encoded categorical columns as
+`cat_features` (tabrepro.models.native_categoricals); CatBoost refuses NaN there, so a missing
+entry is one more category, and the matrix goes in as a frame of integer and float columns.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.models.base import EstimatorModel
+from tabrepro.features import FeatureLayout
 from tabrepro.models.hyperparameters import (
     FRACTION_OPEN_LOW,
     LOGGING,
@@ -26,9 +29,10 @@ from tabrepro.models.hyperparameters import (
     nullable,
     number,
 )
+from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
 
 
-class CatBoostModel(EstimatorModel):
+class CatBoostModel(NativeCategoricalModel):
     name = "catboost"
 
     @classmethod
@@ -48,8 +52,10 @@ class CatBoostModel(EstimatorModel):
                 "silent": LOGGING,
                 "allow_writing_files": files,
                 "train_dir": files,
+                "cat_features": "set from cat_encoding (one_hot or native)",
             },
             reads={
+                "cat_encoding": cat_encoding_rule(),
                 "depth": nullable(integer(1, 16)),
                 "max_depth": nullable(integer(1, 16)),
                 "iterations": positive_int,
@@ -87,3 +93,17 @@ class CatBoostModel(EstimatorModel):
                     f"got bootstrap_type {params['bootstrap_type']!r}"
                 )
         return params
+
+    def _categorical_kwargs(self, layout: FeatureLayout) -> dict[str, Any]:
+        return {"cat_features": list(layout.categorical_features)}
+
+    def _native_matrix(self, layout: FeatureLayout, X: np.ndarray) -> Any:
+        """Continuous features as float columns, categorical ones as integer codes (missing last)."""
+        import pandas as pd
+
+        columns: dict[str, np.ndarray] = {}
+        codes = layout.embedding_codes(X)
+        categorical = {j: k for k, j in enumerate(layout.categorical_features)}
+        for j, start in enumerate(layout.starts):
+            columns[f"f{j}"] = codes[:, categorical[j]] if j in categorical else X[:, start]
+        return pd.DataFrame(columns)

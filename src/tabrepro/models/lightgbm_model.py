@@ -4,6 +4,8 @@ Determinism: `deterministic=True` with row-wise histograms gives identical model
 seed and thread count. `subsample` (bagging_fraction) is ignored by LightGBM unless bagging is
 switched on with `subsample_freq`; when a space sets subsample < 1 and no subsample_freq we bag
 every iteration (subsample_freq=1), which is what a tuned "subsample" is meant to do.
+`cat_encoding: native` (BiSHop App. A.3) passes label-encoded categorical columns as LightGBM's
+`categorical_feature` (tabrepro.models.native_categoricals).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.models.base import EstimatorModel
+from tabrepro.features import FeatureLayout
 from tabrepro.models.hyperparameters import (
     FRACTION_OPEN_LOW,
     LOGGING,
@@ -24,9 +26,10 @@ from tabrepro.models.hyperparameters import (
     number,
 )
 from tabrepro.models.library_log import lightgbm_logging
+from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
 
 
-class LightGBMModel(EstimatorModel):
+class LightGBMModel(NativeCategoricalModel):
     name = "lightgbm"
 
     @classmethod
@@ -44,6 +47,7 @@ class LightGBMModel(EstimatorModel):
                 "force_row_wise": "always on, for bit-identical results",
             },
             reads={
+                "cat_encoding": cat_encoding_rule(),
                 "num_leaves": integer(1, 131072, closed="right"),
                 "learning_rate": number(0.0, None, closed="neither"),
                 "n_estimators": integer(0),
@@ -82,3 +86,6 @@ class LightGBMModel(EstimatorModel):
         if float(params.get("subsample", 1.0)) < 1.0:
             params.setdefault("subsample_freq", 1)
         return params
+
+    def _categorical_fit_kwargs(self, layout: FeatureLayout) -> dict[str, Any]:
+        return {"categorical_feature": list(layout.categorical_features)}

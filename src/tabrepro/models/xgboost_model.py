@@ -1,7 +1,9 @@
 """XGBoost through its scikit-learn wrapper (NPT Table 16 space; BiSHop Table A.9 space).
 
 Histogram tree building on the CPU is deterministic for a fixed seed and thread count. No early
-stopping: the NPT sweep tunes n_estimators directly. The library is imported on first fit so that
+stopping: the NPT sweep tunes n_estimators directly. `cat_encoding: native` (BiSHop App. A.3)
+gives XGBoost label-encoded categorical columns marked as such (`enable_categorical`, feature
+type "c"; tabrepro.models.native_categoricals). The library is imported on first fit so that
 importing the model registry stays cheap.
 """
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.models.base import EstimatorModel
+from tabrepro.features import FeatureLayout
 from tabrepro.models.hyperparameters import (
     FRACTION_OPEN_LOW,
     LOGGING,
@@ -24,9 +26,12 @@ from tabrepro.models.hyperparameters import (
     number,
 )
 from tabrepro.models.library_log import relayed_warnings
+from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
+
+CATEGORICAL = "set from cat_encoding (one_hot or native)"
 
 
-class XGBoostModel(EstimatorModel):
+class XGBoostModel(NativeCategoricalModel):
     name = "xgboost"
 
     @classmethod
@@ -37,8 +42,15 @@ class XGBoostModel(EstimatorModel):
         non_negative = nullable(number(0.0))
         return Hyperparameters(
             library=estimator_library(cls),
-            owned={"random_state": SEED, "n_jobs": THREADS, "verbosity": LOGGING},
+            owned={
+                "random_state": SEED,
+                "n_jobs": THREADS,
+                "verbosity": LOGGING,
+                "enable_categorical": CATEGORICAL,
+                "feature_types": CATEGORICAL,
+            },
             reads={
+                "cat_encoding": cat_encoding_rule(),
                 "max_depth": nullable(integer(0)),
                 "learning_rate": nullable(number(0.0, 1.0)),
                 "subsample": nullable(FRACTION_OPEN_LOW),
@@ -76,3 +88,7 @@ class XGBoostModel(EstimatorModel):
 
     def _fit_kwargs(self) -> dict[str, Any]:
         return {"verbose": False}
+
+    def _categorical_kwargs(self, layout: FeatureLayout) -> dict[str, Any]:
+        types = ["c" if feature.is_categorical else "q" for feature in layout.features]
+        return {"enable_categorical": True, "feature_types": types}
