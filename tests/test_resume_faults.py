@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import REPO, tiny_profile, write_params
+from conftest import REPO, SNAKEMAKE, copy_workflow, tiny_profile, write_params
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
 
@@ -102,6 +102,63 @@ def test_a_train_folds_job_killed_after_its_first_fold_does_not_train_it_again(p
     assert json.loads(metrics[1].read_text())["fold"] == 1
     for fold in FOLDS:
         assert not (params.job_dir(Job(*KNN, fold)) / "state").exists()
+
+
+SITECUSTOMIZE = """
+import os, signal, sys
+if "train-folds" in sys.argv:  # the workflow's train_folds job
+    import tabrepro.training as training
+    _run_job = training.run_job
+    def run_job(params, job, **kwargs):
+        with open(os.environ["TRAINED_FOLDS"], "a") as out:
+            out.write(f"{job.fold}\\n")
+        if job.fold == int(os.environ.get("KILL_AT_FOLD", "-1")):
+            os.killpg(os.getpgrp(), signal.SIGKILL)  # the node is lost: Snakemake dies with its job
+        return _run_job(params, job, **kwargs)
+    training.run_job = run_job
+"""
+
+
+@pytest.mark.slow
+def test_snakemake_rerun_incomplete_after_a_kill_does_not_train_finished_folds_again(tmp_path):
+    """The issue's run: Snakemake and its train_folds job killed together as fold 1 starts;
+    `snakemake --unlock`, then `--rerun-incomplete`, deletes the job's outputs (fold 0's metrics.json among them)
+    and reruns it, which trains fold 1 only and gives fold 0 back as it was."""
+
+    def knn_folds(raw: dict) -> None:
+        raw["profiles"]["resume"] = profile()
+        raw["profiles"]["resume"]["papers"]["npt"]["models"] = ["knn"]
+        raw["profile"] = "resume"
+
+    (tmp_path / "work").mkdir()
+    work = copy_workflow(tmp_path / "work", knn_folds)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    targets = [f"results/npt/breast_cancer/knn/fold{fold}/metrics.json" for fold in FOLDS]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")]))}
+
+    def snakemake(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(SNAKEMAKE), "--cores", "1", *args, *targets],
+            cwd=work,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=900,
+            start_new_session=True,  # its own process group, which the hook kills
+        )
+
+    killed = snakemake(TRAINED_FOLDS=str(tmp_path / "killed.txt"), KILL_AT_FOLD="1")
+    assert killed.returncode == -9, (killed.stdout + killed.stderr)[-3000:]
+    assert (tmp_path / "killed.txt").read_text().split() == ["0", "1"]
+    finished = (work / targets[0]).read_bytes()
+    assert snakemake("--unlock").returncode == 0  # the lock a killed Snakemake leaves
+    rerun = snakemake("--rerun-incomplete", TRAINED_FOLDS=str(tmp_path / "rerun.txt"))
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    assert (tmp_path / "rerun.txt").read_text().split() == ["1"]
+    assert (work / targets[0]).read_bytes() == finished
+    assert not any(work.glob("results/npt/breast_cancer/knn/fold*/state"))
 
 
 def test_a_kept_fold_result_that_cannot_be_read_is_set_aside_and_the_fold_trained_again(prepared, tmp_path):
