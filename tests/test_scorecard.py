@@ -22,6 +22,7 @@ from conftest import tiny_profile, write_params
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
+from tabrepro.reporting.claims import judge_claims
 from tabrepro.reporting.reference import lookup
 from tabrepro.reporting.scorecard import (
     DIFFERS,
@@ -287,7 +288,10 @@ def test_written_files_and_the_cli(workspace, capsys):
     columns = {"verdict", "margin", "ci_low", "p_adjusted", "paper_origin", "quoted_from", "budget", "reason"}
     assert columns <= set(frame.columns)
     markdown = (out_dir / "scorecard.md").read_text()
-    assert markdown == render_markdown(workspace["card"])
+    claims = judge_claims(workspace["params"], workspace["card"])
+    assert markdown == render_markdown(workspace["card"], claims)
+    assert markdown.index("## The papers' claims") < markdown.index("## How cells are judged")
+    assert "NPT outperforms CatBoost and XGBoost on binary classification (AUROC)" in markdown
     assert "## Counts" in markdown and HIGGS_ERROR in markdown and "differs (ours lower): worse" in markdown
     assert "| auroc | ±0.01 |" in markdown and "## Shifts" in markdown
     # One paper only: its own directory, so the full scorecard is not overwritten.

@@ -389,6 +389,8 @@ def cmd_record(args: argparse.Namespace) -> None:
     from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
     from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
 
+    if args.rejudge and (args.check or args.restore):
+        raise InputError("record --rejudge cannot be combined with --check or --restore")
     root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
@@ -401,6 +403,11 @@ def cmd_record(args: argparse.Namespace) -> None:
             raise InputError("record --check: " + "; ".join(problems))
         print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
         return
+    if args.rejudge:
+        from tabrepro.reporting.records import rejudge
+
+        for path in rejudge(args.params, audit["records_dir"]):
+            print(path)
     if args.restore:
         if not args.name:
             raise InputError("record --restore needs the record's NAME")
@@ -444,7 +451,9 @@ def cmd_plan(args: argparse.Namespace) -> None:
 
 def cmd_scorecard(args: argparse.Namespace) -> None:
     """Judge every table cell against the paper; exit 0 even when cells differ (it is a report)."""
-    from tabrepro.reporting.scorecard import build_scorecard, summary, write_scorecard
+    from tabrepro.reporting.claims import judge_claims
+    from tabrepro.reporting.scorecard import build_scorecard, summary
+    from tabrepro.reporting.scorecard_markdown import write_scorecard
 
     params = _params(args)
     card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
@@ -452,14 +461,16 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
     out_dir = args.output_dir or (
         layout.scorecard_paper_dir.path(paper=args.paper) if args.paper else layout.scorecard_dir.path()
     )
-    for path in write_scorecard(card, out_dir):
+    for path in write_scorecard(card, out_dir, judge_claims(params, card)):
         print(path)
     for paper, tables in summary(card)["papers"].items():
-        tally = tables["all"]
-        print(
-            f"{paper}: {tally['cells']} cells: {tally['consistent']} consistent, {tally['differs']} "
-            f"differ, {tally['undetermined']} undetermined, {tally['not_run']} not run"
-        )
+        for group, tally in tables["all"].items():
+            if isinstance(tally, dict) and tally["cells"]:
+                print(
+                    f"{paper} ({'own runs' if group == 'own' else 'quoted numbers'}): {tally['cells']} cells: "
+                    f"{tally['reproduced']} reproduced, {tally['differs']} differ, {tally['inconclusive']} "
+                    f"inconclusive, {tally['not_comparable']} not comparable, {tally['not_run']} not run"
+                )
 
 
 def cmd_analyse(args: argparse.Namespace) -> None:
@@ -698,6 +709,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="only check that both are current and that every differing cell of every record has a cause",
     )
     p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="judge every record's results again with the current verdict rules and reference numbers "
+        "(rewrites each record's scorecard, never its results), then regenerate the docs",
+    )
+    p.add_argument(
         "--restore",
         action="store_true",
         help="put record NAME's results back into the active profile's run (same job, parameters and "
@@ -707,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
         "scorecard",
         cmd_scorecard,
         "judge every table cell of the profile against the paper's value "
-        "(consistent / differs / undetermined / not run, with the reason)",
+        "within a declared margin (reproduced / differs / inconclusive / not comparable / not run)",
     )
     p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")
     p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")

@@ -199,6 +199,14 @@ class Params:
                         f"unknown search space {entry['search_space']!r}"
                         + _did_you_mean(entry["search_space"], raw["search_spaces"]),
                     )
+            for claim, spec in (cfg.get("claims") or {}).items():
+                where = f"papers.{paper}.claims.{claim}"
+                if spec["table"] not in cfg["tables"]:
+                    known = _did_you_mean(spec["table"], cfg["tables"])
+                    self._fail(f"{where}.table", f"unknown table {spec['table']!r}" + known)
+                for model in [spec["model"], *spec["over"]]:
+                    if model not in MODEL_NAMES:
+                        self._fail(where, f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
             for table, tcfg in cfg["tables"].items():
                 for model in tcfg.get("models", {}):
                     if model not in MODEL_NAMES:

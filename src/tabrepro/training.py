@@ -187,6 +187,7 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
             "sha256": data.split.sha256,
             "file": str(data.split_file),
             **{f"n_{k}": v for k, v in data.split.counts().items()},
+            **_test_class_counts(data),
         },
         "profile": params.profile_name,
         "params_digest": params.job_digest(job),
@@ -194,6 +195,14 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "provenance": provenance(threads=n_jobs),
     }
+
+
+def _test_class_counts(data: FoldData) -> dict:
+    """Test rows per encoded class: what the scorecard's sampling SE of AUROC needs (Hanley–McNeil)."""
+    if data.task == "regression":
+        return {}
+    labels, counts = np.unique(data.y[data.split.test], return_counts=True)
+    return {"test_class_counts": {str(int(label)): int(n) for label, n in zip(labels, counts, strict=True)}}
 
 
 def _leads(scores: list[float | None], metric: str) -> bool:

@@ -195,6 +195,25 @@ def read_records(records_dir: Path = RECORDS_DIR) -> list[tuple[Path, dict[str, 
     return found
 
 
+def rejudge(params_file: Path, records_dir: Path = RECORDS_DIR) -> list[Path]:
+    """Judge every record's results again with the current verdict rules and reference numbers,
+    rewriting its scorecard files; the results themselves are never touched. Results run under
+    earlier parameters are judged as recorded, and their cells say so (build_scorecard's frozen)."""
+    from tabrepro.config import Params, read_params_file
+    from tabrepro.reporting.claims import judge_claims
+    from tabrepro.reporting.scorecard import build_scorecard
+    from tabrepro.reporting.scorecard_markdown import write_scorecard
+
+    written = []
+    base = read_params_file(Path(params_file))
+    for directory, record in read_records(records_dir):
+        raw = dict(base, paths={"data": str(directory / "data"), "results": str(directory / "results")})
+        params = Params(raw, source=str(params_file), profile=record["profile"])
+        card = build_scorecard(params, logs_dir=directory / "logs", frozen=True)
+        written += write_scorecard(card, directory / "results" / "scorecard", judge_claims(params, card))
+    return written
+
+
 def _minutes(seconds: float | None) -> str:
     if seconds is None:
         return "not recorded"

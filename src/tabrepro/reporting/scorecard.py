@@ -630,6 +630,8 @@ def _verdict(draft: _Draft, judged: tuple[str, float] | None, rules: VerdictRule
         return out
     if out["paper_value"] is None:
         return out | dict(verdict_class=OURS_ONLY, verdict="ours only (the paper reports no value)")
+    if draft.ours is None:  # never compared: a rank cell whose datasets are not all there (the reason says)
+        return out
     test = draft.test
     if test is None:
         missing = "" if out["reason"] else " (" + _no_spread(draft) + ")"

@@ -16,6 +16,7 @@ from scipy import stats
 
 from tabrepro.io import atomic_write
 from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKDOWN_FILE, SCORECARD_SUMMARY_FILE
+from tabrepro.reporting.claims import CLAIM_HEADER, ClaimVerdict, claim_rows
 from tabrepro.reporting.scorecard import (
     COUNT_KEYS,
     DIFFERS,
@@ -203,9 +204,12 @@ def not_run_lines(cells: Sequence[ScoreCell]) -> list[str]:
     ]
 
 
-def render_markdown(card: Scorecard) -> str:
-    """The scorecard to read: rules and counts first, then every table's cells."""
-    lines = [f"# Reproduction scorecard — profile `{card.profile}`", "", *rule_text(card), ""]
+def render_markdown(card: Scorecard, claims: Sequence[ClaimVerdict] = ()) -> str:
+    """The scorecard to read: the claims, rules and counts first, then every table's cells."""
+    lines = [f"# Reproduction scorecard — profile `{card.profile}`", ""]
+    if claims:
+        lines += ["## The papers' claims, judged on our runs", "", *_md_table(CLAIM_HEADER, claim_rows(claims)), ""]
+    lines += ["## How cells are judged", "", *rule_text(card), ""]
     lines += ["Only the datasets the profile selects appear; `tabrepro scorecard` rebuilds this page.", ""]
     lines += ["## Counts", ""]
     lines += _md_table(["Paper", "Table", "numbers", *TALLY_VERDICTS, "cells"], count_rows(card))
@@ -257,11 +261,11 @@ def render_markdown(card: Scorecard) -> str:
     return "\n".join(lines)
 
 
-def write_scorecard(card: Scorecard, out_dir: Path) -> list[Path]:
+def write_scorecard(card: Scorecard, out_dir: Path, claims: Sequence[ClaimVerdict] = ()) -> list[Path]:
     """Write scorecard.md, scorecard.csv and summary.json atomically; returns their paths."""
     out_dir = Path(out_dir)
     payloads = {
-        SCORECARD_MARKDOWN_FILE: render_markdown(card).encode("utf-8"),
+        SCORECARD_MARKDOWN_FILE: render_markdown(card, claims).encode("utf-8"),
         SCORECARD_CSV_FILE: cells_frame(card).to_csv(index=False, lineterminator="\n").encode("utf-8"),
         SCORECARD_SUMMARY_FILE: (json.dumps(summary(card), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
     }
