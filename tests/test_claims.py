@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from tabrepro.reporting.claims import CONTRADICTED, SUPPORTED, judge_claims
-from tabrepro.reporting.scorecard import ScoreCell, Scorecard
+from tabrepro.reporting.scorecard import Scorecard, ScoreCell
 from tabrepro.reporting.verdicts import Margin, VerdictRules
 
 RULES = VerdictRules({"auc_pct": Margin("auc_pct", 1.0, False, "test"), "rmse": Margin("rmse", 0.05, True, "t")})
