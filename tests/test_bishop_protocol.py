@@ -202,7 +202,11 @@ def test_the_selection_metric_is_part_of_bishops_job_digests_only():
 
 @pytest.mark.parametrize(
     ("selection", "where"),
-    [({"binary": "r2_pct"}, "selection_metric.binary"), ({"ordinal": "auroc"}, "selection_metric")],
+    [
+        ({"binary": "r2_pct"}, "selection_metric.binary"),
+        ({"multiclass": "balanced_accuracy_pct"}, "selection_metric.multiclass"),  # not computed by default
+        ({"ordinal": "auroc"}, "selection_metric"),
+    ],
 )
 def test_a_selection_metric_the_task_has_not_is_refused(selection, where):
     raw = repo_raw_params()
