@@ -164,16 +164,18 @@ def ensure_deps(model: str, scratch: Path, install: bool) -> list[Path]:
     return [deps] if deps.is_dir() else []
 
 
-def run_driver(spec: dict[str, Any], workdir: Path, timeout_s: float) -> dict[str, Any]:
-    """One measurement of the authors' code: `spec` (see tabrepro.versus.driver) is handed to a
-    fresh `python -m tabrepro.versus.driver` process working in `workdir`; returns its figures."""
+def run_driver(
+    spec: dict[str, Any], workdir: Path, timeout_s: float, module: str = "tabrepro.versus.driver"
+) -> dict[str, Any]:
+    """One run of the authors' code: `spec` (see tabrepro.versus.driver, or the `module` named)
+    is handed to a fresh `python -m <module>` process working in `workdir`; returns its figures."""
     workdir.mkdir(parents=True, exist_ok=True)
     spec_path = workdir / "driver-spec.json"
     result_path = workdir / "driver-figures.json"
     result_path.unlink(missing_ok=True)
     write_json(spec_path, {**spec, "result": str(result_path), "workdir": str(workdir)})
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave their checkout untouched
-    command = [sys.executable, "-m", "tabrepro.versus.driver", str(spec_path)]
+    command = [sys.executable, "-m", module, str(spec_path)]
     try:
         done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as error:

@@ -11,6 +11,9 @@ their BiSHop needs and this project does not, is pip-installed into the scratch 
     python -m tabrepro.versus --npt-repo /work/.mirror/OATML+non-parametric-transformers/repo \\
         --bishop-repo /work/.mirror/MAGICS-LAB+BiSHop/repo --install-deps --json versus.json
 
+`python -m tabrepro.versus fidelity ...` is the other sub-command: both models trained to the
+end on the same rows and their test scores compared (tabrepro.versus.fidelity).
+
 A repository is a local git directory (bare or not) or a URL, cloned into the scratch directory
 (a temporary directory outside the project unless --scratch names one) at --*-rev, or a plain
 directory used where it is. Cases (tabrepro.versus.cases says what each step contains):
@@ -374,6 +377,11 @@ def _finish(payload: dict[str, Any], path: Path | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["fidelity"]:  # the sub-command: both models trained to the end, scores compared
+        from tabrepro.versus import fidelity
+
+        return fidelity.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return _run(args)

@@ -1,0 +1,506 @@
+"""Fidelity: the authors' model and ours trained to the end on the same rows, scored alike.
+
+    python -m tabrepro.versus fidelity --npt-repo PATH_OR_URL [--cases CASE ...] [--steps N]
+        [--seeds N] [--threads 1] [--record-dir records/fidelity] [--scratch DIR] [--params FILE]
+
+A speed ratio says nothing about whether two implementations are the same model; this does.
+Per case and seed, both sides train on the same train/validation/test rows with the same
+configuration (in each side's option names), for the same number of steps, each keeping the
+weights its own code selects on validation, and both are scored on the same test rows by our
+metric code (tabrepro.evaluation.metrics). The per-seed scores of the two sides are then
+compared by the scorecard engine (tabrepro.reporting.verdicts, margins from params.yaml
+`verdicts.margins`): Δ = ours − authors with its CI and the equivalence verdict.
+
+Cases
+    npt_breast_cancer: scikit-learn's copy of UCI WDBC (569 rows, 30 continuous features,
+        binary target), our 10 folds of the `npt_cv10` protocol (the seed derived as
+        `tabrepro split` derives it), each fold's features standardised with its training
+        rows' mean and SD for both sides. NPT-Small as the authors' breast-cancer script and
+        params.yaml (search_spaces.npt_small_breast_cancer, variant vanilla) set it: e = 32,
+        8 layers, 8 heads, LR 5e-4, LAMB + Lookahead, flat-then-cosine (50 % flat), p_feature
+        0.15, every training target masked, full batch; `--steps` steps (default 200, both LR
+        schedules compressed to it). Seed = fold on both sides. Ours: NPTTrainer with our
+        defaults (validation every 5 epochs, best validation loss kept). Theirs
+        (tabrepro.versus.fidelity_driver): their Trainer.train_and_eval with validation every
+        epoch and their best-model cache; their split code never runs (the fold's rows are
+        handed to their batch dataset), so their overlapping-fold defect does not enter.
+    bishop_qsar: not run (see CASES).
+
+Record: one JSON per case under --record-dir, rewritten atomically after every (side, seed),
+so an interrupted run resumes where it stopped; a record made with other settings or another
+commit of their code is refused (one line, exit 2) instead of mixed with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tabrepro.errors import InputError
+from tabrepro.io import write_json
+from tabrepro.versus import authors, machine
+from tabrepro.versus.authors import VersusError
+
+__all__ = [
+    "FidelityCase",
+    "CASES",
+    "METRICS",
+    "build_parser",
+    "npt_problem",
+    "our_npt_config",
+    "authors_npt_settings",
+    "summarise",
+    "main",
+]
+
+PROG = "tabrepro.versus fidelity"
+NPT_UPSTREAM = "https://github.com/OATML/non-parametric-transformers"
+METRICS = ("auroc", "accuracy_pct", "nll")  # NPT Tables 10, 8, 9
+SIDES = ("authors", "ours")
+
+
+@dataclass(frozen=True)
+class FidelityCase:
+    """One comparison: model, data, our config's overrides, default length and seed count."""
+
+    name: str
+    model: str
+    description: str
+    steps: int = 200
+    seeds: int = 10
+    overrides: dict[str, Any] = field(default_factory=dict)  # our config fields changed (both sides follow)
+    not_run: str | None = None  # why the case is not run, when it is not
+    hidden: bool = False
+
+
+CASES: dict[str, FidelityCase] = {
+    case.name: case
+    for case in (
+        FidelityCase(
+            "npt_breast_cancer",
+            "npt",
+            "NPT-Small (e=32, LR 5e-4) on breast cancer, our 10 folds, both sides trained to the end",
+        ),
+        FidelityCase(
+            "bishop_qsar",
+            "bishop",
+            "BiSHop at the thesis defaults on QSAR-biodeg, 5 seeds",
+            seeds=5,
+            not_run=(
+                "not run: the authors' BiSHop training loop (Exp_BiSHop.train with its data pipeline) "
+                "is not driven yet; on 2 CPU cores both sides at ~30 epochs x 5 seeds would take hours"
+            ),
+        ),
+        FidelityCase(
+            "npt_tiny",
+            "npt",
+            "a seconds-long NPT on breast cancer (e=8, 2 layers, 2 heads), for tests",
+            steps=3,
+            seeds=2,
+            overrides={"embed_dim": 8, "n_layers": 2, "n_heads": 2},
+            hidden=True,
+        ),
+    )
+}
+DEFAULT_CASES = [name for name, case in CASES.items() if not case.hidden]
+
+
+# ------------------------------------------------------------------------------- the problem
+@dataclass(frozen=True)
+class Fold:
+    """One fold's rows and its features standardised with the training rows' statistics."""
+
+    x: np.ndarray  # float64 [n, d]
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+
+
+@dataclass(frozen=True)
+class Problem:
+    y: np.ndarray  # int64 class codes
+    n_classes: int
+    folds: list[Fold]
+    rule: str  # how the folds were made, for the record
+
+
+def npt_problem(params: Any) -> Problem:
+    """Breast cancer (scikit-learn's WDBC copy) on our npt_cv10 folds, seeded as `tabrepro split`."""
+    from sklearn.datasets import load_breast_cancer
+
+    from tabrepro.seeding import derive_seed
+    from tabrepro.splits import class_codes, make_all_splits
+
+    data = load_breast_cancer()
+    labels = np.where(data.target == 0, "M", "B")  # the UCI file's diagnosis codes
+    protocol = params.protocol("npt", "breast_cancer")
+    seed = derive_seed(params.seed, "npt", "breast_cancer", "split")
+    splits = make_all_splits(protocol, len(labels), seed=seed, y=labels)
+    folds = []
+    for split in splits:
+        x = np.asarray(data.data, dtype=np.float64)
+        mean, sd = x[split.train].mean(axis=0), x[split.train].std(axis=0)
+        folds.append(Fold((x - mean) / np.where(sd > 0, sd, 1.0), split.train, split.val, split.test))
+    codes = class_codes(labels)
+    rule = f"npt_cv10 {protocol}, seed derive_seed(root {params.seed}, npt, breast_cancer, split) = {seed}"
+    return Problem(np.asarray(codes, dtype=np.int64), 2, folds, rule)
+
+
+def our_npt_config(params: Any, case: FidelityCase, steps: int, seed: int) -> Any:
+    """Our NPTConfig: params.yaml's breast-cancer NPT space, variant vanilla, `steps` long."""
+    from tabrepro.npt.config import NPTConfig
+
+    space = params.search_space("npt", "breast_cancer", "npt")
+    values = {**space["params"], **(space.get("variants") or {}).get("vanilla", {})}
+    values.update(case.overrides)
+    values.update(max_steps=steps, seed=seed, device="cpu", checkpoint_every_steps=None)
+    return NPTConfig(**values)
+
+
+def authors_npt_settings(config: Any) -> dict[str, Any]:
+    """The shared settings in the names tabrepro.versus.driver._npt_argv takes."""
+    if config.batch_size is not None or config.lr_schedule != "flat_cosine":
+        raise VersusError("the authors' side is driven full batch with the flat-then-cosine schedule only")
+    return {
+        "embed_dim": config.embed_dim,
+        "n_layers": config.n_layers,
+        "n_heads": config.n_heads,
+        "lr": config.lr,
+        "flat_fraction": config.flat_fraction,
+        "max_steps": config.max_steps,
+        "p_feature": config.p_feature,
+        "p_target": config.p_target,
+    }
+
+
+# ------------------------------------------------------------------------------- the sides
+def train_ours_npt(config_dict: dict[str, Any], fold: dict[str, Any], threads: int) -> dict[str, Any]:
+    """Our NPTTrainer on one fold (a fresh process): test-row probabilities, best step, steps."""
+    import torch
+
+    from tabrepro.features import categorical, continuous
+    from tabrepro.npt.config import NPTConfig
+    from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
+    from tabrepro.npt.trainer import NPTTrainer
+
+    torch.set_num_threads(threads)
+    x, y = np.asarray(fold["x"], dtype=np.float32), np.asarray(fold["y"], dtype=np.float32)
+    parts = [(fold["train"], TRAIN), (fold["val"], VAL), (fold["test"], TEST)]
+    order = np.concatenate([np.asarray(rows, dtype=np.int64) for rows, _ in parts])
+    values = np.column_stack([x[order], y[order]])
+    values[-len(fold["test"]) :, -1] = np.nan  # test targets unknown, as our estimator builds it
+    roles = torch.cat([torch.full((len(rows),), role) for rows, role in parts])
+    attributes = [continuous() for _ in range(x.shape[1])] + [categorical(int(fold["n_classes"]), "target")]
+    trainer = NPTTrainer(attributes, NPTConfig.from_dict(config_dict))
+    start = time.perf_counter()
+    result = trainer.fit(NPTTable(attributes, torch.from_numpy(values), roles))
+    seconds = time.perf_counter() - start
+    logits = trainer.target_outputs()[-len(fold["test"]) :].double()
+    return {
+        "proba_test": torch.softmax(logits, dim=1).tolist(),
+        "best_step": int(result.best_step),
+        "steps": int(result.steps),
+        "seconds": seconds,
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+    }
+
+
+def _fold_payload(problem: Problem, seed: int) -> dict[str, Any]:
+    fold = problem.folds[seed]
+    return {
+        "x": fold.x.tolist(),
+        "y": problem.y.tolist(),
+        "n_classes": problem.n_classes,
+        "train": fold.train.tolist(),
+        "val": fold.val.tolist(),
+        "test": fold.test.tolist(),
+    }
+
+
+def _run_side(side: str, context: dict[str, Any], seed: int) -> dict[str, Any]:
+    """One side's training on fold `seed`, scored on its test rows with our metrics."""
+    from tabrepro.evaluation.metrics import compute_metrics
+    from tabrepro.nn.bench import run_in_subprocess
+
+    problem, threads = context["problem"], context["threads"]
+    payload = _fold_payload(problem, seed)
+    config = our_npt_config(context["params"], context["case"], context["steps"], seed)
+    if side == "ours":
+        raw = run_in_subprocess(train_ours_npt, config.to_dict(), payload, threads)
+        best = raw["best_step"]
+    else:
+        spec = {
+            **payload,
+            "case": context["case"].name,
+            "model": "npt",
+            "repo": str(context["code"].path),
+            "deps": [],
+            "threads": threads,
+            "seed": seed,
+            "settings": authors_npt_settings(config),
+        }
+        workdir = context["scratch"] / "runs" / f"{context['case'].name}-seed{seed}"
+        raw = authors.run_driver(spec, workdir, context["timeout"], module="tabrepro.versus.fidelity_driver")
+        best = raw["best_epoch"]  # full batch: an epoch is a step
+    y_test = problem.y[problem.folds[seed].test]
+    proba = np.asarray(raw["proba_test"], dtype=np.float64)
+    return {
+        "metrics": compute_metrics("binary", y_test, proba=proba),
+        "best_step": best,
+        "steps": raw["steps"],
+        "seconds": round(float(raw["seconds"]), 1),
+        "parameters": raw["parameters"],
+        "test_rows": len(y_test),
+        "p_positive_test": [round(float(p), 6) for p in proba[:, 1]],
+    }
+
+
+# ------------------------------------------------------------------------------- the summary
+def _side_figures(values: list[float]) -> dict[str, Any]:
+    n = len(values)
+    sd = statistics.stdev(values) if n > 1 else None
+    return {
+        "n": n,
+        "values": values,
+        "mean": statistics.fmean(values) if n else None,
+        "sd": sd,
+        "se": sd / math.sqrt(n) if sd is not None else None,
+    }
+
+
+def summarise(record: dict[str, Any], rules: Any) -> dict[str, Any]:
+    """Per metric: both sides' per-seed scores, mean, SD and SE over the seeds both finished,
+    Δ = ours − authors with its CI, and the verdict (tabrepro.reporting.verdicts)."""
+    from tabrepro.reporting.verdicts import Side, compare, judge_table
+
+    runs = record["runs"]
+    seeds = sorted(set(runs["authors"]) & set(runs["ours"]), key=int)
+    metrics: dict[str, Any] = {}
+    tests = []
+    for metric in METRICS:
+        sides = {side: _side_figures([runs[side][s]["metrics"][metric] for s in seeds]) for side in SIDES}
+        margin = rules.margin(metric)
+        test = None
+        if len(seeds) > 1 and margin is not None:
+            ours, theirs = (
+                Side(sides[s]["mean"], sides[s]["se"], len(seeds) - 1, f"{len(seeds)} seeds")
+                for s in ("ours", "authors")
+            )
+            test = compare(ours, theirs, margin.width(theirs.value), rules.alpha)
+        tests.append(test)
+        described = None if margin is None or not seeds else margin.describe(sides["authors"]["mean"])
+        entry: dict[str, Any] = {**sides, "margin": described}
+        if test is not None:
+            entry.update(delta=test.delta, delta_se=test.se, ci95=list(test.ci95), ci90=list(test.ci90), df=test.df)
+        metrics[metric] = entry
+    for metric, judged in zip(METRICS, judge_table(tests, rules.fdr), strict=True):
+        metrics[metric]["verdict"] = judged[0] if judged else "inconclusive: fewer than two seeds on both sides"
+        metrics[metric]["p_difference_bh"] = judged[1] if judged else None
+    best = {side: [runs[side][s]["best_step"] for s in seeds] for side in SIDES}
+    return {
+        "seeds_compared": [int(s) for s in seeds],
+        "seeds_planned": record["settings"]["seeds"],
+        "complete": len(seeds) == record["settings"]["seeds"],
+        "metrics": metrics,
+        "best_validation_step": {side: {"per_seed": best[side], "median": _median(best[side])} for side in SIDES},
+    }
+
+
+def _median(values: list[Any]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+# ------------------------------------------------------------------------------- the record
+def _load_record(path: Path, fresh: dict[str, Any]) -> dict[str, Any]:
+    """The record to continue: `fresh` when there is none; the stored one when it was made with
+    the same settings and code; VersusError (one line) on a corrupt or mismatched one."""
+    if not path.exists():
+        return fresh
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        runs = stored["runs"]
+        if not all(isinstance(runs[side], dict) for side in SIDES):
+            raise TypeError("runs")
+    except (ValueError, KeyError, TypeError) as error:
+        raise VersusError(f"{path}: not a fidelity record ({type(error).__name__}: {error}); move it away") from None
+    for key in ("settings", "authors_commit"):
+        if stored.get(key) != fresh[key]:
+            raise VersusError(
+                f"{path}: made with other {key.replace('_', ' ')} than this run; "
+                "move it away or use another --record-dir"
+            )
+    return stored
+
+
+def _case_record(case: FidelityCase, settings: dict[str, Any], code: authors.AuthorsCode | None) -> dict[str, Any]:
+    return {
+        "tool": PROG,
+        "case": case.name,
+        "model": case.model,
+        "description": case.description,
+        "settings": settings,
+        "authors_commit": None if code is None else code.commit,
+        "authors_source": None if code is None else code.source,
+        "runs": {side: {} for side in SIDES},
+        "machines": [],
+    }
+
+
+# ------------------------------------------------------------------------------- command line
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PROG}",
+        description="Train the authors' model and ours to the end on the same rows; compare their test scores.",
+        epilog=f"cases: {', '.join(CASES)} (default: {', '.join(DEFAULT_CASES)}); see tabrepro.versus.fidelity",
+    )
+    parser.add_argument("--npt-repo", default=NPT_UPSTREAM, help="NPT authors' repository: git dir, URL or plain dir")
+    parser.add_argument("--npt-rev", default="HEAD", help="revision to check out of a git NPT repository")
+    parser.add_argument("--bishop-repo", default=None, help="BiSHop authors' repository (its case is not run yet)")
+    parser.add_argument("--cases", nargs="+", default=None, metavar="CASE")
+    parser.add_argument("--steps", type=int, default=None, help="training steps per run (default: per case)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds (NPT: folds 0..N-1; default: per case)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--record-dir", type=Path, default=Path("records/fidelity"))
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--scratch", type=Path, default=None, help="where their code goes (default: a temp dir)")
+    parser.add_argument("--case-timeout", type=float, default=4 * 3600.0, help="seconds per authors' run")
+    return parser
+
+
+def _cases(names: list[str] | None) -> list[FidelityCase]:
+    chosen = names or DEFAULT_CASES
+    unknown = [name for name in chosen if name not in CASES]
+    if unknown:
+        raise VersusError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
+    return [CASES[name] for name in dict.fromkeys(chosen)]
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    for name in ("steps", "seeds", "threads"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise VersusError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+
+
+def _verdict_line(name: str, summary: dict[str, Any]) -> str:
+    parts = []
+    for metric, entry in summary["metrics"].items():
+        theirs, ours = entry["authors"], entry["ours"]
+        if theirs["mean"] is None:
+            continue
+        spread = f" ± {ours['sd']:.4g}" if ours["sd"] is not None else ""
+        delta = (
+            f", Δ {entry['delta']:+.4g} [{entry['ci95'][0]:+.4g}, {entry['ci95'][1]:+.4g}]" if "delta" in entry else ""
+        )
+        parts.append(
+            f"{metric} authors {theirs['mean']:.4g}, ours {ours['mean']:.4g}{spread}{delta}: {entry['verdict']}"
+        )
+    seeds = f"{len(summary['seeds_compared'])}/{summary['seeds_planned']} seeds"
+    return f"{name} ({seeds}): " + ("; ".join(parts) or "nothing compared yet")
+
+
+def _run_case(case: FidelityCase, args: argparse.Namespace, params: Any, scratch: Path) -> dict[str, Any]:
+    from tabrepro.reporting.verdicts import VerdictRules
+
+    rules = VerdictRules.from_params(params.raw["verdicts"])
+    path = args.record_dir / f"{case.name}.json"
+    steps, seeds = args.steps or case.steps, args.seeds or case.seeds
+    if case.not_run is not None:
+        record = _case_record(case, {"seeds": seeds, "steps": steps}, None)
+        record["not_run"] = case.not_run
+        write_json(path, record)
+        print(f"{case.name}: {case.not_run}", flush=True)
+        return record
+    problem = npt_problem(params)
+    if seeds > len(problem.folds):
+        raise VersusError(f"--seeds {seeds}: the case has {len(problem.folds)} folds")
+    code = authors.obtain("--npt-repo", args.npt_repo, args.npt_rev, scratch, "npt")
+    config = our_npt_config(params, case, steps, 0)
+    settings = {
+        "steps": steps,
+        "seeds": seeds,
+        "threads": args.threads,
+        "folds": problem.rule,
+        "ours_config": {k: v for k, v in config.to_dict().items() if k != "seed"},
+        "authors_settings": authors_npt_settings(config),
+        "seed_rule": "seed = fold index on both sides (their --np_seed and --torch_seed, our config.seed)",
+    }
+    settings = json.loads(json.dumps(settings))  # as a stored record reads back (tuples as lists)
+    record = _load_record(path, _case_record(case, settings, code))
+    record["machines"].append(machine.machine_info(args.threads))
+    context = {
+        "problem": problem,
+        "threads": args.threads,
+        "params": params,
+        "case": case,
+        "steps": steps,
+        "code": code,
+        "scratch": scratch,
+        "timeout": args.case_timeout,
+    }
+    for seed in range(seeds):
+        for side in SIDES:
+            if str(seed) in record["runs"][side]:
+                continue
+            result = _run_side(side, context, seed)
+            record["runs"][side][str(seed)] = result
+            record["summary"] = summarise(record, rules)
+            write_json(path, record)
+            scores = ", ".join(f"{m} {result['metrics'][m]:.4g}" for m in METRICS)
+            print(
+                f"[{case.name} seed {seed}] {side}: {scores}; best step {result['best_step']}, "
+                f"{result['seconds']:.0f} s",
+                flush=True,
+            )
+    record["summary"] = summarise(record, rules)
+    write_json(path, record)
+    print(_verdict_line(case.name, record["summary"]), flush=True)
+    return record
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tabrepro.config import Params
+
+    chosen = _cases(args.cases)
+    _check_numbers(args)
+    if any(case.not_run is None and case.model == "npt" for case in chosen):
+        authors.check_source("--npt-repo", args.npt_repo)
+    if args.scratch is not None:
+        authors.check_outside_project(args.scratch, "--scratch")
+    params = Params.from_file(args.params)
+    args.record_dir.mkdir(parents=True, exist_ok=True)
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="tabrepro-fidelity-"))
+    try:
+        for case in chosen:
+            _run_case(case, args, params, scratch)
+    finally:
+        if args.scratch is None:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (InputError, OSError) as error:
+        message = "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
