@@ -114,8 +114,16 @@ def test_both_sides_train_on_our_folds_and_are_judged(in_process, their_repo, tm
     assert auroc["delta"] == pytest.approx(auroc["ours"]["mean"] - auroc["authors"]["mean"])
     assert auroc["ci95"][0] < auroc["delta"] < auroc["ci95"][1] and auroc["margin"] == "±0.01"
     assert auroc["verdict"] in ("reproduced", "differs", "inconclusive")
+    assert auroc["paired"]["mean"] == pytest.approx(auroc["delta"])
     assert summary["best_validation_step"]["authors"]["per_seed"] == [3, 3]
     assert "npt_tiny (2/2 seeds): auroc authors" in capsys.readouterr().out
+    report = (tmp_path / "records" / "README.md").read_text()
+    assert "## `npt_tiny`" in report and f"| auroc | {auroc['authors']['mean']:.4g} ± " in report
+    assert record["authors_commit"] in report and "Incomplete" not in report
+    check = ["fidelity", "--report-only", "--check", "--record-dir", str(tmp_path / "records")]
+    assert cli.main(check) == 0
+    (tmp_path / "records" / "README.md").write_text("edited by hand\n")
+    assert cli.main(check) == 1 and cli.main(check[:2] + check[3:]) == 0 and cli.main(check) == 0
 
 
 def test_an_interrupted_run_resumes_where_it_stopped(in_process, their_repo, tmp_path, monkeypatch):
@@ -133,6 +141,16 @@ def test_an_interrupted_run_resumes_where_it_stopped(in_process, their_repo, tmp
     record = json.loads(path.read_text())
     assert record["runs"]["authors"]["0"] == partial["runs"]["authors"]["0"]
     assert record["summary"]["complete"] and len(record["machines"]) == 2
+    assert "Incomplete: 1 of 2 seeds" not in (tmp_path / "records" / "README.md").read_text()
+
+
+def test_the_committed_fidelity_report_is_generated_from_the_committed_records():
+    directory = Path(__file__).resolve().parents[1] / "records" / "fidelity"
+    if not any(directory.glob("*.json")):
+        pytest.skip("no fidelity record committed")
+    assert fidelity.write_report(directory, check=True), (
+        "records/fidelity/README.md is stale: python -m tabrepro.versus fidelity --report-only"
+    )
 
 
 def test_a_record_of_other_settings_or_a_corrupt_one_is_one_line_and_exit_2(
