@@ -522,7 +522,7 @@ def _run_case(case: FidelityCase, args: argparse.Namespace, params: Any, scratch
     path = args.record_dir / f"{case.name}.json"
     steps, seeds = args.steps or case.steps, args.seeds or case.seeds
     if case.not_run is not None:
-        record = _case_record(case, {"seeds": seeds, "steps": steps}, None)
+        record = _case_record(case, {"seeds": seeds}, None)
         record["not_run"] = case.not_run
         write_json(path, record)
         write_report(args.record_dir)
