@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -19,35 +20,9 @@ from tabrepro.reporting.audit import (
     update_audit,
 )
 from tabrepro.reporting.records import read_records
+from tabrepro.reporting.scorecard import ScoreCell
 
-FIELDS = (
-    "paper",
-    "table",
-    "reference_table",
-    "metric",
-    "column",
-    "method",
-    "model",
-    "ours_mean",
-    "ours_se",
-    "ours_se_basis",
-    "n",
-    "n_expected",
-    "paper_value",
-    "paper_text",
-    "paper_spread",
-    "paper_spread_kind",
-    "paper_se",
-    "delta",
-    "z",
-    "verdict_class",
-    "verdict",
-    "better_or_worse",
-    "paper_selected_on",
-    "budget",
-    "reason",
-    "notes",
-)
+FIELDS = tuple(f.name for f in fields(ScoreCell))  # the scorecard.csv columns
 
 AUDIT_YAML = """
 causes:
@@ -74,7 +49,11 @@ def _cell(model: str, verdict_class: str, n: float = 10.0, metric: str = "accura
         n_expected=10,
         paper_value=94.73,
         paper_text="94.73 ± 0.89 (SE)",
-        z=2.3 if verdict_class == "differs" else 0.5,
+        margin_text="±1",
+        delta=2.47,
+        ci_low=0.2 if verdict_class == "differs" else -1.0,
+        ci_high=4.7,
+        count_group="own",
         verdict_class=verdict_class,
         verdict=verdict_class,
     )
@@ -111,12 +90,12 @@ def test_committed_records_are_fully_audited():
 
 
 def test_a_covered_cell_is_listed_with_its_cause_and_the_block_then_checks_clean(workspace):
-    _record(workspace / "records", "quick", [_cell("mlp", "differs"), _cell("knn", "consistent")])
+    _record(workspace / "records", "quick", [_cell("mlp", "differs"), _cell("knn", "reproduced")])
     assert _update(workspace) == []
     text = (workspace / "reproduction.md").read_text()
     assert "| npt table8 | breast_cancer | MLP | accuracy_pct | 97.20 ± 0.60 (10/10)" in text
     assert "protocol difference: the authors' folds overlap ([why](#the-authors-folds))" in text
-    assert "KNN" not in text  # consistent cells are not audited
+    assert "KNN" not in text  # reproduced cells are not audited
     assert _update(workspace, check=True) == []
 
 
@@ -133,7 +112,7 @@ def test_a_partial_cell_takes_the_partial_cause_without_a_rule(workspace):
     _record(workspace / "records", "quick", [_cell("mlp", "differs"), _cell("npt", "differs", n=2.0)])
     assert _update(workspace) == []
     assert (
-        "(2/10) | 94.73 ± 0.89 (SE) | +2.3 | partial run: only some folds"
+        "(2/10) | 94.73 ± 0.89 (SE) | ±1 | +2.47 [+0.2, +4.7] | own | partial run: only some folds"
         in (workspace / "reproduction.md").read_text()
     )
 

@@ -79,7 +79,21 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     _write(params.job_dir(params.jobs()[0]) / "metrics.json", {"wall_time_s": 2.5, "provenance": provenance})
     _write(params.tables_dir("npt") / "table10.md", "| t |")
     summary = {
-        "papers": {"npt": {"all": {"consistent": 1, "differs": 0, "undetermined": 0, "not_run": 1, "cells": 2}}},
+        "papers": {
+            "npt": {
+                "all": {
+                    "own": {
+                        "reproduced": 1,
+                        "differs": 0,
+                        "inconclusive": 0,
+                        "not_comparable": 0,
+                        "not_run": 1,
+                        "cells": 2,
+                    },
+                    "quoted": {"cells": 0},
+                }
+            }
+        },
         "unobtainable": {"npt": {"boston": "no network"}},
     }
     for name, payload in (("scorecard.md", "# card"), ("scorecard.csv", "a,b"), ("summary.json", summary)):
@@ -95,7 +109,7 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     assert record["unobtainable_jobs"] == 1  # boston's job; breast cancer fold 1 simply did not run
     block = render_block(read_records(tmp_path / "records"), tmp_path)
     assert "1 of 3 jobs' results (1 more on datasets not obtainable here; 1 not run)" in block
-    assert "| npt | all | 1 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
+    assert "| npt | all | own | 1 | 0 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
     assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
 
     readme = tmp_path / "README.md"
@@ -120,20 +134,36 @@ def test_record_check_through_the_cli(capsys):
 
 def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, capsys):
     """The CLI's --check covers the audit too: a record whose differing cell has no cause is exit 2."""
-    import shutil
+    import csv
+    from dataclasses import fields
 
-    shutil.copytree(REPO / "docs" / "records" / "quick", tmp_path / "docs" / "records" / "quick")
-    shutil.copy(REPO / "docs" / "reproduction.md", tmp_path / "docs" / "reproduction.md")
-    audit = (REPO / "docs" / "audit.yaml").read_text()
+    from tabrepro.reporting.audit import AUDIT_BEGIN, AUDIT_END
+    from tabrepro.reporting.scorecard import ScoreCell
+
+    record = tmp_path / "docs" / "records" / "tiny"
+    (record / "results" / "scorecard").mkdir(parents=True)
+    (record / "record.json").write_text(json.dumps({"name": "tiny", "profile": "quick", "git_commits": [],
+                                                    "hardware": [], "jobs": 1, "results": 1,
+                                                    "job_wall_time_s": 1.0}))  # fmt: skip
+    row = dict.fromkeys((f.name for f in fields(ScoreCell)), "")
+    row.update(paper="npt", table="table9", column="breast_cancer", model="tabnet", method="TabNet", metric="nll",
+               ours_mean=0.1, n=10, n_expected=10, delta=-0.1, ci_low=-0.2, ci_high=-0.05, verdict_class="differs",
+               verdict="differs (ours lower)", count_group="own")  # fmt: skip
+    with (record / "results" / "scorecard" / "scorecard.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, list(row))
+        writer.writeheader()
+        writer.writerow(row)
+    summary = {"papers": {}, "unobtainable": {}}
+    (record / "results" / "scorecard" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "docs" / "reproduction.md").write_text(f"# x\n{AUDIT_BEGIN}\n{AUDIT_END}\n\n## Partial\n")
     (tmp_path / "docs" / "audit.yaml").write_text(
-        audit.replace("model: tabnet, metric: nll", "model: knn, metric: nll")
+        "causes:\n  partial-record: {kind: partial run, summary: some folds, section: partial}\ncells: []\n"
     )
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{README_BEGIN}\n{README_END}\n")
     assert main(["record", "--readme", str(readme)]) == 0
     assert main(["record", "--check", "--readme", str(readme)]) == 2
-    err = capsys.readouterr().err
-    assert "npt/table9/breast_cancer/tabnet/nll differs" in err and "cells[1]" in err
+    assert "npt/table9/breast_cancer/tabnet/nll differs" in capsys.readouterr().err
 
 
 class _RestoreParams(_FakeParams):

@@ -16,10 +16,10 @@ order they are used:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["hanley_mcneil_se", "sampling_se"]
+__all__ = ["calibration_factors", "hanley_mcneil_se", "sampling_se"]
 
 PCT_METRICS = {"accuracy_pct": "accuracy", "auc_pct": "auroc", "r2_pct": "r2"}
 
@@ -63,3 +63,23 @@ def sampling_se(
     if base == "r2":
         return scale * (1.0 - x) * math.sqrt(2.0 / n_test), f"(1 − R²)·√(2/n), Gaussian residuals, {n_test} test rows"
     return None
+
+
+# Metrics that are another metric on another scale: the same factor applies.
+SAME_SPREAD_AS = {"auc_pct": "auroc"}
+
+
+def calibration_factors(summary: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Per metric, the factor between the k-fold SE and the spread of the protocol's mean over
+    independent runs, from the split-seed record's summary rows (scripts/calibrate_spread.py): the
+    root mean square of the rows' ratios (empirical SD / assigned SE), rounded to two places, so
+    that datasets and models of different scales weigh alike. params.yaml carries these numbers
+    (`verdicts.spread_calibration.kfold`); a test checks that they match the record."""
+    ratios: dict[str, list[float]] = {}
+    for row in summary:
+        ratios.setdefault(row["metric"], []).append(float(row["ratio_assigned"]))
+    factors = {m: round(math.sqrt(sum(r * r for r in rs) / len(rs)), 2) for m, rs in sorted(ratios.items())}
+    for alias, metric in SAME_SPREAD_AS.items():
+        if metric in factors:
+            factors[alias] = factors[metric]
+    return dict(sorted(factors.items()))
