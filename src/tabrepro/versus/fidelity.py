@@ -322,7 +322,11 @@ def summarise(record: dict[str, Any], rules: Any) -> dict[str, Any]:
             entry["paired"] = _paired(sides["ours"]["values"], sides["authors"]["values"])
         metrics[metric] = entry
     for metric, judged in zip(METRICS, judge_table(tests, rules.fdr), strict=True):
-        metrics[metric]["verdict"] = judged[0] if judged else "inconclusive: fewer than two seeds on both sides"
+        metrics[metric]["verdict"] = (
+            judged[0]
+            if judged
+            else "inconclusive: not tested, Δ has no spread (under two seeds, or equal scores on every seed)"
+        )
         metrics[metric]["p_difference_bh"] = judged[1] if judged else None
     best = {side: [runs[side][s]["best_step"] for s in seeds] for side in SIDES}
     return {
