@@ -110,7 +110,7 @@ class Planner:
     def work(self, job: Job, kind: str, config: int | None = None, *, bound: bool = False) -> JobWork:
         configs = self.configs(job.paper, job.dataset, job.model)
         shape = self.facts.shape(self.params, job.paper, job.dataset)
-        repeats = self.params.repeats(job.paper, job.dataset)
+        repeats = self.params.repeats(job.paper, job.dataset, job.model)
         chosen = configs if kind == "train" else [configs[config or 0]] if kind == "train_config" else configs
         return job_terms(job.model, kind, chosen, shape, repeats=repeats, bound=bound)
 

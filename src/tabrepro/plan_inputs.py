@@ -217,7 +217,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
         str(params_file), result.get("profile", ""), job.paper, job.dataset, job.model, result["task"]
     )
     shape = _shape_of_run(result, facts.facts(result["source"]))
-    repeats = params.repeats(job.paper, job.dataset)
+    repeats = params.repeats(job.paper, job.dataset, job.model)
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
     family = family_of(job.model)
     from tabrepro.models.registry import get_model_class

@@ -409,7 +409,7 @@ def _repeat_runs(
     The configuration was chosen on validation before any of these runs; each is scored once.
     """
     runs = []
-    for repeat in range(1, params.repeats(job.paper, job.dataset)):
+    for repeat in range(1, params.repeats(job.paper, job.dataset, job.model)):
         state = None if work_dir is None else work_dir / f"repeat{repeat}"
         model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
         te = data.split.test

@@ -178,7 +178,7 @@ def config_batches(wildcards):
 
 def retrains(wildcards):
     """Does the selection job retrain the chosen configuration (protocol `repeats` > 1)?"""
-    return PARAMS.repeats(wildcards.paper, wildcards.dataset) > 1
+    return PARAMS.repeats(wildcards.paper, wildcards.dataset, wildcards.model) > 1
 
 
 # ------------------------------------------------------------------------ NPT's analysis experiments
