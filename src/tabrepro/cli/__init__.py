@@ -43,9 +43,21 @@ import traceback
 from pathlib import Path
 
 from tabrepro import __version__
-from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
+from tabrepro.cli import record
+from tabrepro.cli.common import (
+    job_of,
+    load_params,
+    per_config,
+    print_result,
+    require_splits,
+    require_table,
+    warn_missing_results,
+)
+from tabrepro.config import DEFAULT_PARAMS_FILE, Job, ParamsError
 from tabrepro.errors import InputError
 from tabrepro.nn.session import retain_freed_memory
+
+_job = job_of  # the name tests/test_config.py imports
 
 # One pass over a whole table, nothing allocated again and again: the heap settings that spare a
 # training loop its page faults would only keep the table's freed copies resident (HIGGS's
@@ -53,27 +65,8 @@ from tabrepro.nn.session import retain_freed_memory
 TABLE_COMMANDS = ("fetch", "prepare", "split")
 
 
-def _params(args: argparse.Namespace) -> Params:
-    return Params.from_file(args.params, profile=args.profile)
-
-
-def _require_table(params: Params, source: str) -> None:
-    """The prepared table of a registry source, or an error naming the command that makes it."""
-    path = params.layout.processed_table.path(source=source)
-    if not path.is_file():
-        raise InputError(f"{path} does not exist: run `tabrepro prepare {source}` first")
-
-
-def _require_splits(params: Params, job: Job) -> None:
-    """The job's prepared table and split file, or an error naming the command that makes them."""
-    _require_table(params, params.source_of(job.paper, job.dataset))
-    path = params.layout.split_fold.path(job)
-    if not path.is_file():
-        raise InputError(f"{path} does not exist: run `tabrepro split {job.paper} {job.dataset}` first")
-
-
 def cmd_validate(args: argparse.Namespace) -> None:
-    params = _params(args)
+    params = load_params(args)
     print(f"{params.source}: valid; profile {params.profile_name!r}: {params.profile['description']}")
     for paper in params.papers:
         datasets, models = params.selected_datasets(paper), params.selected_models(paper)
@@ -84,7 +77,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
 def cmd_jobs(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import unobtainable_datasets
 
-    params = _params(args)
+    params = load_params(args)
     unobtainable = {
         (paper, dataset): error
         for paper in params.papers
@@ -108,8 +101,8 @@ def cmd_configs(args: argparse.Namespace) -> None:
     from tabrepro.training import selection_metric
     from tabrepro.tuning import job_configs, variant_names
 
-    params = _params(args)
-    job = _job(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
+    params = load_params(args)
+    job = job_of(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
     if not params.runs_on(job.paper, job.model, job.dataset):
         raise ParamsError(
             f"model {job.model!r} does not run on {job.paper}/{job.dataset} (its tables cover another dataset group)"
@@ -147,7 +140,7 @@ def cmd_fetch(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import FetchStatus, write_fetch_status
     from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, forget_dataset
 
-    params = _params(args)
+    params = load_params(args)
     fetch = params.raw["fetch"]
     if args.refresh:
         for path in forget_dataset(args.dataset, params.raw_dir()):
@@ -184,7 +177,7 @@ def cmd_prepare(args: argparse.Namespace) -> None:
     from tabrepro.data.registry import get_source
     from tabrepro.data.table import save_table
 
-    params = _params(args)
+    params = load_params(args)
     get_source(args.dataset)  # a clear error for an unknown name before touching the disk
     status = read_fetch_status(params.raw_dir(), args.dataset)
     if status is not None and not status.ok:
@@ -206,9 +199,9 @@ def cmd_split(args: argparse.Namespace) -> None:
     from tabrepro.seeding import derive_seed
     from tabrepro.splits import make_all_splits, save_splits
 
-    params = _params(args)
+    params = load_params(args)
     entry = params.dataset_entry(args.paper, args.dataset)
-    _require_table(params, entry["source"])
+    require_table(params, entry["source"])
     table = load_table(params.processed_dir(entry["source"]))
     schema = table.schema
     y = None if schema.task == "regression" else table.frame[schema.target].astype(str).to_numpy()
@@ -246,86 +239,61 @@ def _role_counts(splits: list) -> str:
     return "/".join(parts)
 
 
-def _job(params: Params, args: argparse.Namespace) -> Job:
-    """The job named on the command line, checked against params.yaml."""
-    job = Job(args.paper, args.dataset, args.model, args.fold)
-    params.dataset_entry(job.paper, job.dataset)
-    if job.model not in params.all_models(job.paper) and job.model not in params.selected_models(job.paper):
-        # an extension (e.g. npt_isab) is a job of the paper only where the profile selects it
-        raise ParamsError(f"model {job.model!r} is not evaluated in paper {job.paper!r}")
-    if job.fold not in range(params.n_folds(job.paper, job.dataset)):
-        raise ParamsError(
-            f"fold {job.fold} out of range: {job.dataset} has {params.n_folds(job.paper, job.dataset)} fold(s)"
-        )
-    return job
-
-
-def _per_config(model: str) -> bool:
-    from tabrepro.models.registry import get_model_class
-
-    return get_model_class(model).per_config_jobs
-
-
-def _print_result(out: Path, result: dict, split: str = "test") -> None:
-    scores = ", ".join(f"{k}={v:.4g}" for k, v in sorted(result["metrics"][split].items()))
-    print(f"{out}: {split} {scores} ({result['wall_time_s']:.1f} s)")
-
-
 def cmd_train(args: argparse.Namespace) -> None:
     from tabrepro.training import run_job, write_result
 
-    params = _params(args)
-    job = _job(params, args)
-    if _per_config(job.model):
+    params = load_params(args)
+    job = job_of(params, args)
+    if per_config(job.model):
         raise ParamsError(
             f"{job.model} trains one job per configuration (or batch): use `tabrepro train-config` "
             f"or `train-batch`, then `tabrepro select` (the workflow does this)"
         )
-    _require_splits(params, job)
+    require_splits(params, job)
     result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
     out = args.output or params.layout.job_metrics.path(job)
     write_result(result, Path(out))
-    _print_result(Path(out), result)
+    print_result(Path(out), result)
 
 
 def cmd_train_folds(args: argparse.Namespace) -> None:
     from tabrepro.training import run_folds, write_result
 
-    params = _params(args)
+    params = load_params(args)
     folds = args.folds
     if folds is None:  # the profile's folds of this dataset (the workflow's train_folds job)
         folds = list(dict.fromkeys(j.fold for j in params.jobs([args.paper]) if j.dataset == args.dataset))
         if not folds:
             raise ParamsError(f"profile {params.profile_name!r} runs no fold of {args.paper}/{args.dataset}")
-    jobs = [_job(params, argparse.Namespace(**{**vars(args), "fold": fold})) for fold in folds]
-    if _per_config(args.model):
+    jobs = [job_of(params, argparse.Namespace(**{**vars(args), "fold": fold})) for fold in folds]
+    if per_config(args.model):
         raise ParamsError(f"{args.model} trains one job per configuration (or batch): use `tabrepro train-batch`")
     for job in jobs:
-        _require_splits(params, job)
+        require_splits(params, job)
     for job, result in run_folds(params, jobs, n_jobs=args.threads, progress=not args.quiet):
         out = params.layout.job_metrics.path(job)
         write_result(result, out)  # each fold as it finishes: a crash keeps the folds done before it
-        _print_result(out, result)
+        print_result(out, result)
 
 
 def cmd_train_config(args: argparse.Namespace) -> None:
     from tabrepro.training import run_config_job
 
-    params = _params(args)
-    job = _job(params, args)
-    _require_splits(params, job)
+    params = load_params(args)
+    job = job_of(params, args)
+    require_splits(params, job)
     out_dir = args.output_dir or params.config_dir(job, args.config)
     result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads, keep_state=args.keep_state)
-    _print_result(Path(out_dir), result, split="val")
+    print_result(Path(out_dir), result, split="val")
 
 
 def cmd_train_batch(args: argparse.Namespace) -> None:
     from tabrepro.resources import config_batches, policy
     from tabrepro.training import run_config_batch, write_result
 
-    params = _params(args)
-    job = _job(params, args)
-    if not _per_config(job.model):
+    params = load_params(args)
+    job = job_of(params, args)
+    if not per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
     batches = config_batches(params, policy(params), job.paper, job.dataset, job.model)
     if not 0 <= args.batch < len(batches):
@@ -333,7 +301,7 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
             f"batch {args.batch} out of range: {job.model} has {len(batches)} batch(es) of configurations "
             f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
         )
-    _require_splits(params, job)
+    require_splits(params, job)
     manifest = run_config_batch(
         params, job, batches[args.batch], n_jobs=args.threads, progress=not args.quiet, keep_state=args.keep_state
     )
@@ -348,21 +316,21 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
 def cmd_select(args: argparse.Namespace) -> None:
     from tabrepro.training import select_config, write_result
 
-    params = _params(args)
-    job = _job(params, args)
-    if not _per_config(job.model):
+    params = load_params(args)
+    job = job_of(params, args)
+    if not per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
-    _require_splits(params, job)
+    require_splits(params, job)
     out = Path(args.output or params.layout.job_metrics.path(job))
     result = select_config(params, job, out, n_jobs=args.threads)
     write_result(result, out)
-    _print_result(out, result)
+    print_result(out, result)
 
 
 def cmd_tables(args: argparse.Namespace) -> None:
     from tabrepro.reporting.tables import build_tables, collect_current_results
 
-    params = _params(args)
+    params = load_params(args)
     results = collect_current_results(params, args.paper)
     warn_missing_results(params, [args.paper], len(results), "tables")
     written = build_tables(
@@ -376,69 +344,13 @@ def cmd_tables(args: argparse.Namespace) -> None:
         print(path)
 
 
-def _has_plan_block(readme: Path) -> bool:
-    from tabrepro.plan import README_BEGIN
-
-    return README_BEGIN in Path(readme).read_text(encoding="utf-8")
-
-
-def cmd_record(args: argparse.Namespace) -> None:
-    """Snapshot a run (with NAME), then regenerate the README's records and plan blocks and the
-    audit table."""
-    from tabrepro.plan import update_readme as update_plan_block
-    from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
-    from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
-
-    if args.rejudge and (args.check or args.restore):
-        raise InputError("record --rejudge cannot be combined with --check or --restore")
-    root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
-    audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
-    if args.check:
-        problems = update_audit(**audit, check=True)
-        if not update_readme(args.readme, audit["records_dir"], check=True):
-            problems.insert(0, f"{args.readme}: the records block is stale; run `tabrepro record` to regenerate it")
-        if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
-            problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
-        if problems:
-            raise InputError("record --check: " + "; ".join(problems))
-        print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
-        return
-    if args.rejudge:
-        from tabrepro.reporting.records import rejudge
-
-        for path in rejudge(args.params, audit["records_dir"]):
-            print(path)
-    if args.restore:
-        if not args.name:
-            raise InputError("record --restore needs the record's NAME")
-        summary = restore(_params(args), args.name, records_dir=audit["records_dir"])
-        reasons: dict[str, int] = {}
-        for _, reason in summary.skipped:
-            reasons[reason] = reasons.get(reason, 0) + 1
-        print(f"{args.name}: {len(summary.restored)} result(s) restored into the run")
-        for reason, count in sorted(reasons.items()):
-            print(f"  {count} left alone: {reason}")
-        return
-    if args.name:
-        target = snapshot(
-            _params(args), args.name, records_dir=audit["records_dir"], workflow_wall_time_s=args.wall_time
-        )
-        print(f"{target}: recorded")
-    update_readme(args.readme, audit["records_dir"])
-    if _has_plan_block(args.readme):  # the compute plan is calibrated on the records
-        update_plan_block(args.readme)
-    for problem in update_audit(**audit):
-        print(f"tabrepro record: warning: {problem}", file=sys.stderr)
-    print(f"{args.readme} and {audit['doc']} regenerated from the records")
-
-
 def cmd_plan(args: argparse.Namespace) -> None:
     """The compute plan of the active profile (tabrepro.plan), from the calibrated cost model."""
     from tabrepro.plan import run_plan
 
     print(
         run_plan(
-            _params(args),
+            load_params(args),
             args.params,
             measured_dirs=args.measured,
             data_dirs=args.data_dir,
@@ -455,7 +367,7 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
     from tabrepro.reporting.scorecard import build_scorecard, summary
     from tabrepro.reporting.scorecard_markdown import write_scorecard
 
-    params = _params(args)
+    params = load_params(args)
     card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
     layout = params.layout
     out_dir = args.output_dir or (
@@ -476,7 +388,7 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
 def cmd_analyse(args: argparse.Namespace) -> None:
     from tabrepro.analysis.runner import run_experiment
 
-    params = _params(args)
+    params = load_params(args)
     path = run_experiment(
         params,
         args.paper,
@@ -498,7 +410,7 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
     from tabrepro.provenance import reset_peak_memory
 
     torch.set_num_threads(args.threads)
-    params = _params(args)
+    params = load_params(args)
     params.dataset_entry(args.paper, args.dataset)  # a clear error for an unknown dataset
     if len(args.fold) > 1 and (args.metrics or args.output):
         raise ParamsError("--metrics and --output name one fold's files: give one --fold with them")
@@ -518,7 +430,7 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
 def cmd_sparsity_plot(args: argparse.Namespace) -> None:
     from tabrepro.feature_sparsity import plot_curves
 
-    files = plot_curves(_params(args), args.paper)
+    files = plot_curves(load_params(args), args.paper)
     print(files["png"])
 
 
@@ -526,7 +438,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     from tabrepro.reporting.html import build_report
     from tabrepro.reporting.tables import collect_current_results
 
-    params = _params(args)
+    params = load_params(args)
     papers = [paper for paper in params.papers if params.jobs([paper])]
     found = sum(len(collect_current_results(params, paper)) for paper in papers)
     warn_missing_results(params, papers, found, "report")
@@ -534,25 +446,10 @@ def cmd_report(args: argparse.Namespace) -> None:
     print(build_report(params, Path(out_dir)))
 
 
-def warn_missing_results(params: Params, papers: list[str], n_found: int, command: str) -> None:
-    """Say on stderr when results are missing, and what makes them (the output still goes out:
-    a table or report with the paper's numbers only is useful, and it is not an error)."""
-    expected = sum(len(params.jobs([paper])) for paper in papers)
-    if n_found >= expected:
-        return
-    what = "no results yet" if n_found == 0 else f"results for {n_found} of {expected} jobs"
-    print(
-        f"tabrepro {command}: warning: {what} for {', '.join(papers) or 'any paper'} in "
-        f"{params.results_dir}/ (profile {params.profile_name!r}); the rest shows the paper's numbers "
-        f"only. Run `snakemake --cores N all` (or `tabrepro train ...` per job) first.",
-        file=sys.stderr,
-    )
-
-
 def cmd_list(args: argparse.Namespace) -> None:
     from tabrepro.listing import list_datasets, list_models, list_profiles
 
-    params = _params(args)
+    params = load_params(args)
     lister = {"datasets": list_datasets, "models": list_models, "profiles": list_profiles}[args.what]
     print(lister(params))
 
@@ -693,33 +590,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
     p = add("tables", cmd_tables, "aggregate per-fold results into a paper's tables (Markdown, LaTeX, CSV)")
     p.add_argument("paper")
-    p = add(
-        "record",
-        cmd_record,
-        "copy the profile's run outputs (metrics.json with provenance, fetch "
-        "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
-        "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)",
-    )
-    p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit to only regenerate the docs")
-    p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
-    p.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default: README.md)")
-    p.add_argument(
-        "--check",
-        action="store_true",
-        help="only check that both are current and that every differing cell of every record has a cause",
-    )
-    p.add_argument(
-        "--rejudge",
-        action="store_true",
-        help="judge every record's results again with the current verdict rules and reference numbers "
-        "(rewrites each record's scorecard, never its results), then regenerate the docs",
-    )
-    p.add_argument(
-        "--restore",
-        action="store_true",
-        help="put record NAME's results back into the active profile's run (same job, parameters and "
-        "split only; never overwriting), to continue a long run in a fresh clone",
-    )
+    record.register(add)
     p = add(
         "scorecard",
         cmd_scorecard,
@@ -823,7 +694,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tabrepro {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,98 @@
+"""`tabrepro record`: snapshot a run into the committed records and regenerate the pages built
+from them (the README's records and plan blocks, the audit table)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tabrepro.cli.common import AddCommand, load_params
+from tabrepro.errors import InputError
+
+
+def _has_plan_block(readme: Path) -> bool:
+    from tabrepro.plan import README_BEGIN
+
+    return README_BEGIN in Path(readme).read_text(encoding="utf-8")
+
+
+def cmd_record(args: argparse.Namespace) -> None:
+    """Snapshot a run (with NAME), then regenerate the README's records and plan blocks and the
+    audit table."""
+    from tabrepro.plan import update_readme as update_plan_block
+    from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
+    from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
+
+    if args.rejudge and (args.check or args.restore):
+        raise InputError("record --rejudge cannot be combined with --check or --restore")
+    root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
+    audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
+    if args.check:
+        problems = update_audit(**audit, check=True)
+        if not update_readme(args.readme, audit["records_dir"], check=True):
+            problems.insert(0, f"{args.readme}: the records block is stale; run `tabrepro record` to regenerate it")
+        if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
+            problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
+        if problems:
+            raise InputError("record --check: " + "; ".join(problems))
+        print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
+        return
+    if args.rejudge:
+        from tabrepro.reporting.records import rejudge
+
+        for path in rejudge(args.params, audit["records_dir"]):
+            print(path)
+    if args.restore:
+        if not args.name:
+            raise InputError("record --restore needs the record's NAME")
+        summary = restore(load_params(args), args.name, records_dir=audit["records_dir"])
+        reasons: dict[str, int] = {}
+        for _, reason in summary.skipped:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        print(f"{args.name}: {len(summary.restored)} result(s) restored into the run")
+        for reason, count in sorted(reasons.items()):
+            print(f"  {count} left alone: {reason}")
+        return
+    if args.name:
+        target = snapshot(
+            load_params(args), args.name, records_dir=audit["records_dir"], workflow_wall_time_s=args.wall_time
+        )
+        print(f"{target}: recorded")
+    update_readme(args.readme, audit["records_dir"])
+    if _has_plan_block(args.readme):  # the compute plan is calibrated on the records
+        update_plan_block(args.readme)
+    for problem in update_audit(**audit):
+        print(f"tabrepro record: warning: {problem}", file=sys.stderr)
+    print(f"{args.readme} and {audit['doc']} regenerated from the records")
+
+
+def register(add: AddCommand) -> None:
+    """The `record` subcommand and its options."""
+    p = add(
+        "record",
+        cmd_record,
+        "copy the profile's run outputs (metrics.json with provenance, fetch "
+        "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
+        "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)",
+    )
+    p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit to only regenerate the docs")
+    p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
+    p.add_argument("--readme", type=Path, default=Path("README.md"), help="README to update (default: README.md)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that both are current and that every differing cell of every record has a cause",
+    )
+    p.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="judge every record's results again with the current verdict rules and reference numbers "
+        "(rewrites each record's scorecard, never its results), then regenerate the docs",
+    )
+    p.add_argument(
+        "--restore",
+        action="store_true",
+        help="put record NAME's results back into the active profile's run (same job, parameters and "
+        "split only; never overwriting), to continue a long run in a fresh clone",
+    )
