@@ -68,9 +68,9 @@ def test_bad_input_is_one_line_and_exit_2_and_debug_adds_the_traceback(write_par
 
 def test_a_bug_keeps_its_traceback_and_exit_1():
     code = (
-        "import sys, tabrepro.cli as cli\n"
+        "import sys, tabrepro.cli as cli, tabrepro.cli.overview as overview\n"
         "def broken(args):\n    raise ValueError('an internal invariant broke')\n"
-        "cli.cmd_validate = broken\nsys.exit(cli.main(['validate']))\n"
+        "overview.cmd_validate = broken\nsys.exit(cli.main(['validate']))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 1

@@ -1,0 +1,43 @@
+"""`tabrepro plan`: the active profile's compute plan from the calibrated cost model."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tabrepro.cli.common import AddCommand, load_params
+
+
+def cmd_plan(args: argparse.Namespace) -> None:
+    """The compute plan of the active profile (tabrepro.plan), from the calibrated cost model."""
+    from tabrepro.plan import run_plan
+
+    print(
+        run_plan(
+            load_params(args),
+            args.params,
+            measured_dirs=args.measured,
+            data_dirs=args.data_dir,
+            gpu_tflops=args.gpu_tflops,
+            compare_only=args.compare,
+            show_calibration=args.calibration,
+        )
+    )
+
+
+def register(add: AddCommand) -> None:
+    """The `plan` subcommand and its options."""
+    p = add(
+        "plan",
+        cmd_plan,
+        "the active profile's compute plan (e.g. --profile paper): per paper x dataset x model the "
+        "configurations, fits, CPU-hours, GPU-hours and peak memory, and totals, from a cost model "
+        "calibrated on the committed run records and scale benchmarks",
+    )
+    p.add_argument(
+        "--measured", type=Path, action="append", default=[], help="a further run's results/ to calibrate on"
+    )
+    p.add_argument("--data-dir", type=Path, action="append", default=[], help="a data/ whose prepared shapes to use")
+    p.add_argument("--gpu-tflops", type=float, help="assumed sustained GPU TFLOP/s (default: the cost model's)")
+    p.add_argument("--compare", action="store_true", help="predicted vs measured time for every measured job")
+    p.add_argument("--calibration", action="store_true", help="print the calibrated weights first")
