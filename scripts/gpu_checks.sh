@@ -6,15 +6,15 @@
 #
 #   scripts/gpu_checks.sh OUT_DIR NPT_REPO BISHOP_REPO
 #
-# Runs from the repository root with the machine's own python3 and torch (src/ on PYTHONPATH: no
-# install, so a machine without package registries can run it). Each stage has a time limit and
+# Runs from the repository root with the machine's own python3 and torch (src/ and the root, for
+# benchmarks/, on PYTHONPATH: no install, so a machine without package registries can run it). Each stage has a time limit and
 # writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
 # the next. Exit status: the number of stages that failed.
 #
 # Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `steps` and
 # `jobs` are opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT,
 # STEPS_LIMIT, JOBS_LIMIT), ROUNDS (versus, default 3), PRECISION_ARGS (extra options of
-# python -m tabrepro.precision, e.g. "--datasets digits") and DATA_MIRROR (stage jobs: a directory
+# python -m benchmarks.precision, e.g. "--datasets digits") and DATA_MIRROR (stage jobs: a directory
 # laid out like ../shared/datasets).
 # Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
 # commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
@@ -36,7 +36,7 @@
 set -u
 out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
 mkdir -p "$out"
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH="$PWD/src:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 python=${PYTHON:-python3}
 [ -n "${TABREPRO_DECLARED_COMMIT:-}" ] && export GIT_DIR=/nonexistent/declared-commit-instead
 failed=0
@@ -60,16 +60,16 @@ if [[ $stages == *" test_cuda "* ]]; then
     tests/test_saved_pass.py
 fi
 if [[ $stages == *" steps "* ]]; then
-  stage steps "${STEPS_LIMIT:-120}" bash -c "'$python' -m tabrepro.npt.bench --device cuda --cases protein higgs --steps 5 \
-    && '$python' -m tabrepro.npt.bench --device cuda --cases protein higgs --steps 5 --bf16"
+  stage steps "${STEPS_LIMIT:-120}" bash -c "'$python' -m benchmarks.steps.npt --device cuda --cases protein higgs --steps 5 \
+    && '$python' -m benchmarks.steps.npt --device cuda --cases protein higgs --steps 5 --bf16"
 fi
 if [[ $stages == *" versus "* ]]; then
-  stage versus "${VERSUS_LIMIT:-300}" "$python" -m tabrepro.versus --device cuda --npt-repo "$npt_repo" \
+  stage versus "${VERSUS_LIMIT:-300}" "$python" -m benchmarks.versus --device cuda --npt-repo "$npt_repo" \
     --bishop-repo "$bishop_repo" --rounds "${ROUNDS:-3}" --json "$out/versus-cuda.json"
 fi
 if [[ $stages == *" precision "* ]]; then
   # shellcheck disable=SC2086  # PRECISION_ARGS is a list of options
-  stage precision "${PRECISION_LIMIT:-500}" "$python" -m tabrepro.precision --device cuda ${PRECISION_ARGS:-} \
+  stage precision "${PRECISION_LIMIT:-500}" "$python" -m benchmarks.precision --device cuda ${PRECISION_ARGS:-} \
     --json "$out/precision-cuda.json"
 fi
 if [[ $stages == *" jobs "* ]]; then

@@ -1,4 +1,4 @@
-"""The fidelity driver (tabrepro.versus fidelity) on a tiny configuration: both sides trained to the
+"""The fidelity driver (benchmarks.versus fidelity) on a tiny configuration: both sides trained to the
 end on our folds, scored with our metric code, judged by the scorecard engine, recorded and
 resumed. The authors' code is replaced by a local stand-in (a logistic regression behind the
 driver's interface) except in the last, optional test."""
@@ -15,9 +15,9 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
+from benchmarks.steps import common as nn_bench
+from benchmarks.versus import authors, cli, fidelity
 from tabrepro.config import Params
-from tabrepro.nn import bench as nn_bench
-from tabrepro.versus import authors, cli, fidelity
 
 NPT_MIRROR = Path("/work/.mirror/OATML+non-parametric-transformers/repo")
 PARAMS = Path(__file__).resolve().parents[1] / "params.yaml"
@@ -149,7 +149,7 @@ def test_the_committed_fidelity_report_is_generated_from_the_committed_records()
     if not any(directory.glob("*.json")):
         pytest.skip("no fidelity record committed")
     assert fidelity.write_report(directory, check=True), (
-        "records/fidelity/README.md is stale: python -m tabrepro.versus fidelity --report-only"
+        "records/fidelity/README.md is stale: python -m benchmarks.versus fidelity --report-only"
     )
 
 
@@ -186,7 +186,7 @@ def test_a_case_not_run_is_recorded_with_its_reason(tmp_path):
 
 
 def test_their_table_holds_the_fold_rows_in_their_encoding():
-    from tabrepro.versus.fidelity_driver import npt_tables
+    from benchmarks.versus.fidelity_driver import npt_tables
 
     x = np.arange(12, dtype=float).reshape(6, 2)
     spec = {"x": x.tolist(), "y": [0, 1, 1, 0, 1, 0], "n_classes": 2, "train": [4, 0, 2], "val": [5], "test": [1, 3]}

@@ -1,10 +1,10 @@
-"""tabrepro.nn.bench: what the benchmarks and scripts share."""
+"""benchmarks.steps.common: what the benchmarks and scripts share."""
 
 from __future__ import annotations
 
 import pytest
 
-from tabrepro.nn.bench import parse_overrides
+from benchmarks.steps.common import parse_overrides
 
 
 def test_overrides_take_json_values_else_the_text_and_need_an_equals_sign():

@@ -564,7 +564,7 @@ def test_resume_refuses_an_unknown_checkpoint_format(tmp_path: Path):
 
 @pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"), reason="no oneDNN linear op in this build")
 def test_flop_counter_counts_the_onednn_linear():
-    from tabrepro.nn.bench import flop_counter
+    from benchmarks.steps.common import flop_counter
     from tabrepro.nn.kernels import Linear
 
     layer = Linear(16, 8, onednn=True)

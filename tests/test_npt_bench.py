@@ -1,12 +1,12 @@
-"""NPT's step benchmark (tabrepro.npt.bench): its HIGGS case is the paper profile's job, and a
+"""NPT's step benchmark (benchmarks.steps.npt): its HIGGS case is the paper profile's job, and a
 case runs one real training step and reports finite figures."""
 
 from __future__ import annotations
 
 import math
 
+from benchmarks.steps import npt as bench
 from tabrepro.config import Params
-from tabrepro.npt import bench
 from tabrepro.npt.config import NPTConfig
 
 

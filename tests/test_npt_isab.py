@@ -102,7 +102,7 @@ def test_isab_is_deterministic_and_resumes_to_identical_weights(tmp_path: Path):
 
 
 def test_capacity_search_doubles_then_bisects(monkeypatch):
-    from tabrepro.npt import capacity
+    from benchmarks.steps import npt_capacity as capacity
 
     tried = []
 

@@ -1,17 +1,17 @@
-"""scripts/op_times.py: a wall clock around every aten call of a training step."""
+"""benchmarks/steps/op_times.py: a wall clock around every aten call of a training step."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from conftest import load_script
+from benchmarks.steps import op_times
 
 TINY = ["d_model=16", "n_heads=2", "ffn_dim=32", "embed_dim=8", "patch_size=4", "n_pooling=3"]
 
 
 def _script():
-    return load_script("op_times")
+    return op_times
 
 
 def test_the_clock_sees_every_call_and_the_products_flops():

@@ -1,4 +1,4 @@
-"""bf16 against fp32 (tabrepro.precision): the split, the paired fits and their summary, bad input,
+"""bf16 against fp32 (benchmarks.precision): the split, the paired fits and their summary, bad input,
 and the README block. Tiny models here: a CPU without native bfloat16 emulates it slowly."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from tabrepro.precision import compare, record
+from benchmarks.precision import compare, record
 
 TINY_NPT = {"embed_dim": 8, "n_layers": 2, "n_heads": 2, "lr": 1e-3, "batch_size": None, "eval_every_epochs": 1}
 TINY_BISHOP = {
@@ -101,5 +101,5 @@ def test_the_readme_precision_block_is_generated_from_the_committed_runs():
     runs = sorted((root / "docs" / "precision").glob("*.json"))
     assert runs, "no committed bf16-against-fp32 run under docs/precision"
     assert record.update_readme(root / "README.md", runs, check=True), (
-        "README's precision block is stale: python -m tabrepro.precision.record docs/precision/*.json"
+        "README's precision block is stale: python -m benchmarks.precision.record docs/precision/*.json"
     )

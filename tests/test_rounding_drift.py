@@ -1,4 +1,4 @@
-"""scripts/rounding_drift.py: BiSHop on WDBC under two versions of the code, compared."""
+"""benchmarks/rounding_drift.py: BiSHop on WDBC under two versions of the code, compared."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from conftest import load_script
+from benchmarks import rounding_drift
 
 TINY = ["d_model=16", "n_heads=2", "ffn_dim=32", "embed_dim=8", "patch_size=4", "n_pooling=3", "batch_size=64"]
 
 
 def _script():
-    return load_script("rounding_drift")
+    return rounding_drift
 
 
 def test_a_run_matches_itself_and_a_changed_metric_is_reported(tmp_path, capsys):

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 import yaml
 
+from benchmarks.scale import census_levels
+from benchmarks.scale.bench import BENCH_PROFILE, TINY_BUDGETS, Record, bench_params, format_table
+from benchmarks.scale.generators import _planted_hand, poker_hand_class
+from benchmarks.scale.measure import run_measured
+from benchmarks.scale.standins import StandinRequestError, plan_files, write_standin
 from tabrepro.config import Params
 from tabrepro.data.parse import parse_dataset
 from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinError, source_for_directory
 from tabrepro.errors import InputError
-from tabrepro.scale import census_levels
-from tabrepro.scale.bench import BENCH_PROFILE, TINY_BUDGETS, Record, bench_params, format_table
-from tabrepro.scale.generators import _planted_hand, poker_hand_class
-from tabrepro.scale.measure import run_measured
-from tabrepro.scale.standins import StandinRequestError, plan_files, write_standin
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = ("higgs", "poker_hand", "forest_cover", "census_income_kdd")
@@ -203,7 +203,7 @@ def test_the_generator_does_not_overwrite_real_data(tmp_path):
 
 
 def test_a_failed_generation_leaves_no_files(tmp_path, monkeypatch):
-    from tabrepro.scale import standins
+    from benchmarks.scale import standins
 
     def broken(rng, n, part):
         if part.file_index == 1:
@@ -223,7 +223,7 @@ def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path):
         [
             sys.executable,
             "-m",
-            "tabrepro.scale.standins",
+            "benchmarks.scale.standins",
             "--dataset",
             "higgs",
             "--rows",
@@ -233,6 +233,7 @@ def test_the_command_line_says_what_is_wrong_in_one_line(tmp_path):
         ],
         capture_output=True,
         text=True,
+        cwd=REPO,  # where `python -m benchmarks...` finds the package
     )
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "without a stand-in marker" in done.stderr
@@ -247,11 +248,11 @@ def test_a_stage_reports_its_own_peak_memory_and_a_timeout(tmp_path):
     # Measured from a fresh small interpreter: Linux keeps a forked child's ru_maxrss across exec, so a
     # child of this (large) pytest process would report at least pytest's own size.
     driver = (
-        "import json, sys; from pathlib import Path; from tabrepro.scale.measure import run_measured; "
+        "import json, sys; from pathlib import Path; from benchmarks.scale.measure import run_measured; "
         f"r = run_measured([sys.executable, '-c', {grow!r}], log_path=Path({str(tmp_path / 'grow.log')!r})); "
         "print(json.dumps([r.status, r.returncode, r.peak_rss_mb, r.tree_peak_rss_mb]))"
     )
-    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, check=True, cwd=REPO)
     status, returncode, peak_rss_mb, tree_peak_rss_mb = json.loads(done.stdout.strip().splitlines()[-1])
     assert status == "ok" and returncode == 0
     assert 300 < peak_rss_mb < 600
@@ -311,7 +312,7 @@ def test_the_table_shows_every_stage():
 
 @pytest.mark.slow
 def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path):
-    from tabrepro.scale import bench
+    from benchmarks.scale import bench
 
     out = tmp_path / "bench.json"
     code = bench.main(
@@ -376,7 +377,7 @@ def test_a_reduced_stand_in_goes_through_prepare_split_train_and_tables(tmp_path
 
 def _bench_predictions(work: Path, *settings: str) -> dict[str, dict[str, np.ndarray]]:
     """Run BiSHop and NPT through the benchmark on a reduced Poker Hand; their stored outputs."""
-    from tabrepro.scale import bench
+    from benchmarks.scale import bench
 
     argv = ["--datasets", "poker_hand", "--models", "bishop,npt", "--rows-scale", "0.001", "--work", str(work)]
     for setting in settings:
@@ -417,7 +418,7 @@ def test_stages_import_the_benchmarked_package_from_any_work_directory(tmp_path,
     import argparse
 
     import tabrepro
-    from tabrepro.scale.bench import Bench
+    from benchmarks.scale.bench import Bench
 
     other = tmp_path / "other"  # another copy of tabrepro, ahead of the installed one
     (other / "tabrepro").mkdir(parents=True)
@@ -440,8 +441,8 @@ def test_every_train_stage_starts_a_fresh_job(tmp_path, model):
     """A state file left by an earlier, stopped benchmark must not make the measured job resume."""
     import argparse
 
+    from benchmarks.scale.bench import PAPER, Bench
     from tabrepro.config import Job
-    from tabrepro.scale.bench import PAPER, Bench
 
     bench = Bench(argparse.Namespace(work=str(tmp_path / "work"), threads=1, json=None))
     job_dir = bench.layout.job_dir.path(Job(PAPER, "poker_hand", model, 0))
@@ -470,9 +471,9 @@ def _bench_args(tmp_path: Path, resume: bool = False, threads: int = 1) -> list[
 def _scripted_bench(tmp_path: Path, argv: list[str], outcomes: dict[str, str], calls: list[str]):
     """A Bench whose stages do not run: each returns the status `outcomes` gives its name, after
     a progress report; a stopped NPT job leaves a checkpoint, as the real one does."""
+    from benchmarks.scale import bench as bench_module
+    from benchmarks.scale.measure import StageResult
     from tabrepro.config import Job
-    from tabrepro.scale import bench as bench_module
-    from tabrepro.scale.measure import StageResult
 
     bench = bench_module.Bench(bench_module.build_parser().parse_args(argv))
     bench.setup()
@@ -552,7 +553,7 @@ def test_a_carried_checkpoint_lets_another_machine_go_on(tmp_path, capsys):
     work directory copies them back before the stage runs, so the job goes on from them."""
     import shutil
 
-    from tabrepro.scale import bench as bench_module
+    from benchmarks.scale import bench as bench_module
 
     carry = ["--carry", str(tmp_path / "carry")]
     calls: list[str] = []
@@ -578,7 +579,7 @@ def test_a_carried_checkpoint_lets_another_machine_go_on(tmp_path, capsys):
 
 
 def test_resume_refuses_a_run_of_other_settings_in_one_line(tmp_path, capsys):
-    from tabrepro.scale import bench
+    from benchmarks.scale import bench
 
     assert bench.main(_bench_args(tmp_path, resume=True)) == 2
     assert "no such file" in capsys.readouterr().err and not (tmp_path / "work").exists()
@@ -596,7 +597,7 @@ def test_resume_refuses_a_run_of_other_settings_in_one_line(tmp_path, capsys):
 
 
 def test_a_bench_setting_must_name_a_benchmarked_model(tmp_path, capsys):
-    from tabrepro.scale import bench
+    from benchmarks.scale import bench
 
     code = bench.main(["--models", "xgboost", "--set", "bishop.eval_batch_size=7", "--work", str(tmp_path)])
     assert code == 2

@@ -1,4 +1,4 @@
-"""tabrepro.scale.carry: a stopped stage's saved progress copied out for git and back in."""
+"""benchmarks.scale.carry: a stopped stage's saved progress copied out for git and back in."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.scale.carry import mirror, restore
 from tabrepro.errors import InputError
-from tabrepro.scale.carry import mirror, restore
 
 
 def _job(work: Path) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks.scale import record
 from tabrepro.readme_blocks import replace_block
-from tabrepro.scale import record
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted((ROOT / "docs" / "scale").glob("bench-*.json"))
@@ -39,7 +39,7 @@ def test_the_readme_scale_block_is_generated_from_the_committed_runs():
     assert RUNS, "no committed scale-bench run under docs/scale"
     block = record.render_block(RUNS, ROOT)
     assert replace_block(ROOT / "README.md", block, record.README_BEGIN, record.README_END, check=True), (
-        "README's scale block is stale: python -m tabrepro.scale.record docs/scale/bench-*.json"
+        "README's scale block is stale: python -m benchmarks.scale.record docs/scale/bench-*.json"
     )
 
 

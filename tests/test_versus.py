@@ -1,4 +1,4 @@
-"""The side-by-side benchmark harness (tabrepro.versus), without the authors' code except in the
+"""The side-by-side benchmark harness (benchmarks.versus), without the authors' code except in the
 last, optional test: refusing a busy machine, the forced warning, the matmul peak, the table,
 obtaining code from a git repository into a scratch directory, stubs, bad input."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tabrepro.nn import bench as nn_bench
-from tabrepro.versus import authors, cases, cli, machine, stubs
-from tabrepro.versus.authors import VersusError
+from benchmarks.steps import common as nn_bench
+from benchmarks.versus import authors, cases, cli, machine, stubs
+from benchmarks.versus.authors import VersusError
 
 NPT_MIRROR = Path("/work/.mirror/OATML+non-parametric-transformers/repo")
 
@@ -132,7 +132,7 @@ def test_a_gpu_run_takes_more_steps_per_run_unless_told():
 
 
 def test_the_authors_npt_command_line_enables_cuda_only_on_a_gpu(tmp_path):
-    from tabrepro.versus import driver
+    from benchmarks.versus import driver
 
     settings = cases.authors_settings(cases.CASES["npt_breast_cancer"])
     assert "--exp_disable_cuda" in driver._npt_argv(settings, tmp_path)
@@ -141,7 +141,7 @@ def test_the_authors_npt_command_line_enables_cuda_only_on_a_gpu(tmp_path):
 
 
 def test_a_run_cut_short_keeps_the_rounds_it_finished(quiet, in_process, tmp_path, monkeypatch):
-    from tabrepro.versus import record
+    from benchmarks.versus import record
 
     repo = tmp_path / "npt"
     _repo(repo)
@@ -276,7 +276,7 @@ def test_a_missing_repository_is_one_line_and_exit_2(tmp_path, capsys):
     missing = tmp_path / "nowhere"
     assert cli.main(["--npt-repo", str(missing), "--cases", "npt_tiny"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines == [f"tabrepro.versus: error: --npt-repo: no such repository or directory: {missing}"]
+    assert lines == [f"benchmarks.versus: error: --npt-repo: no such repository or directory: {missing}"]
 
 
 def test_an_unknown_case_is_one_line_and_exit_2(capsys):
@@ -305,7 +305,7 @@ def test_stub_modules_import_but_refuse_use():
 
 # ------------------------------------------------------------------------------ the cases
 def test_the_authors_settings_come_from_our_benchmark_configs():
-    from tabrepro.npt.bench import CASES as NPT_BENCH
+    from benchmarks.steps.npt import CASES as NPT_BENCH
 
     npt = cases.authors_settings(cases.CASES["npt_breast_cancer"])
     bench = NPT_BENCH["breast_cancer"]
@@ -325,8 +325,8 @@ def test_the_authors_settings_come_from_our_benchmark_configs():
 
 
 def test_the_authors_bishop_data_equals_our_benchmark_data():
-    from tabrepro.bishop.bench import load_data
-    from tabrepro.versus.data import breast_cancer_train
+    from benchmarks.steps.bishop import load_data
+    from benchmarks.versus.data import breast_cancer_train
 
     x, y = breast_cancer_train()
     ours, _ = load_data()
@@ -356,17 +356,17 @@ SPEED_RUNS = sorted((Path(__file__).resolve().parents[1] / "docs" / "speed").glo
 
 
 def test_the_readme_speed_block_is_generated_from_the_committed_runs():
-    from tabrepro.versus import record
+    from benchmarks.versus import record
 
     readme = Path(__file__).resolve().parents[1] / "README.md"
     assert SPEED_RUNS, "no committed side-by-side run under docs/speed"
     assert record.update_readme(readme, SPEED_RUNS, check=True), (
-        "README's versus block is stale: python -m tabrepro.versus.record docs/speed/versus-*.json"
+        "README's versus block is stale: python -m benchmarks.versus.record docs/speed/versus-*.json"
     )
 
 
 def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
-    from tabrepro.versus import record
+    from benchmarks.versus import record
 
     run = json.loads(SPEED_RUNS[0].read_text())
     run["machine"].update(git_commit="a" * 40 + "+dirty", isa_limits={"ONEDNN_MAX_CPU_ISA": "AVX2"})
@@ -393,7 +393,7 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
 
 
 def test_a_gpu_speed_record_names_the_gpu_and_the_host(tmp_path):
-    from tabrepro.versus import record
+    from benchmarks.versus import record
 
     run = json.loads(SPEED_RUNS[0].read_text())
     gpu = {"used": True, "name": "NVIDIA H200", "capability": "9.0", "memory_mb": 143771, "cuda": "13.0", "cudnn": 91}
@@ -407,7 +407,7 @@ def test_a_gpu_speed_record_names_the_gpu_and_the_host(tmp_path):
 
 
 def test_a_run_timed_on_a_busy_machine_is_no_readme_record(tmp_path, capsys):
-    from tabrepro.versus import record
+    from benchmarks.versus import record
 
     run = json.loads(SPEED_RUNS[0].read_text())
     run["warning"] = "WARNING: TIMED ON A BUSY MACHINE"

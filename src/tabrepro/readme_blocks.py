@@ -4,8 +4,8 @@ A block sits between a begin and an end marker line (HTML comments, invisible on
 module that owns the figures renders the block, whole, from committed run outputs, and
 `replace_block` puts it in place, or with `check` only says whether the README already holds it
 (tests use that to fail on a stale record). Used by `tabrepro record` (the reproduction records),
-`python -m tabrepro.versus.record` (speed against the authors' code) and
-`python -m tabrepro.scale.record` (the full-size stand-ins).
+`python -m benchmarks.versus.record` (speed against the authors' code) and
+`python -m benchmarks.scale.record` (the full-size stand-ins).
 """
 
 from __future__ import annotations

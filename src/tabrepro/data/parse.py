@@ -50,7 +50,7 @@ def parse_source(source: DatasetSource, raw_dir: Path) -> Table:
     missing = [p for p in required_raw_files(source, dataset_dir) if not p.is_file()]
     if missing:
         raise MissingRawDataError(_missing_message(source, dataset_dir, missing))
-    # Synthetic stand-ins (tabrepro.scale) are refused unless explicitly allowed; see data/standin.py.
+    # Synthetic stand-ins (benchmarks.scale) are refused unless explicitly allowed; see data/standin.py.
     source = source_for_directory(source, dataset_dir)
     if source.is_openml:
         return _parse_openml(source, dataset_dir)

@@ -1,7 +1,7 @@
 """Synthetic stand-ins in a raw-data directory: how they are labelled, and when prepare accepts them.
 
 The scale benchmark and the slow scale test need tables as large as HIGGS or Poker Hand without
-downloading gigabytes, so `tabrepro.scale.standins` writes synthetic files with the registry
+downloading gigabytes, so `benchmarks.scale.standins` writes synthetic files with the registry
 file's exact name and format. Their checksums cannot match the registry's, so a stand-in never
 passes `tabrepro fetch`; the scale path starts at `tabrepro prepare`. To keep a stand-in from
 ever being mistaken for the real data, the generator leaves a marker file (STANDIN.json) beside
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 MARKER_FILE = "STANDIN.json"
 ALLOW_ENV = "TABREPRO_ALLOW_STANDINS"
-GENERATOR = "tabrepro.scale.standins"
+GENERATOR = "benchmarks.scale.standins"
 
 
 class StandinError(InputError, ValueError):

@@ -56,7 +56,7 @@ class NPTConfig(ConfigDictMixin):
     # Implementation only: keep only each block's input for the backward pass and recompute the
     # block's activations there, replaying its dropout masks (tabrepro.nn.dropout.recomputed).
     # Same results; about a third more compute for several times less activation memory, so
-    # larger full-batch tables fit (python -m tabrepro.npt.capacity --recompute-blocks).
+    # larger full-batch tables fit (python -m benchmarks.steps.npt_capacity --recompute-blocks).
     recompute_blocks: bool = False
 
     # ---------------------------------------------------------------- masking / objective

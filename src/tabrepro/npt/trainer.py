@@ -263,7 +263,7 @@ class NPTTrainer(ResumableTrainer):
         width = self.attributes[-1].one_hot_width
         # The pass fills the hidden rows' outputs only, so it keeps (and saves) just those, in row
         # order: HIGGS's saved progress is 14.5 MB, not the 88 MB of a tensor over all 11 M rows,
-        # small enough to carry between machines in git (tabrepro.scale.carry).
+        # small enough to carry between machines in git (benchmarks.scale.carry).
         hidden_rows = torch.nonzero(table.split != TRAIN).reshape(-1)
         hidden_outputs = torch.zeros((hidden_rows.numel(), width), device=self.device)
         # The pass's inputs: the table's visible entries and mask bits (in its fingerprint), the batches.

@@ -1,7 +1,7 @@
 """The compared cases: one set of settings, the authors' step and ours, what each step contains.
 
-Our side of every case is a case of our own benchmarks (tabrepro.npt.bench's "breast_cancer",
-tabrepro.bishop.bench's default; the `_code` variants with the overrides named below), timed by
+Our side of every case is a case of our own benchmarks (benchmarks.steps.npt's "breast_cancer",
+benchmarks.steps.bishop's default; the `_code` variants with the overrides named below), timed by
 their own run_case, so the figures are comparable with theirs; the authors' settings are derived
 from the same config, in their option names.
 
@@ -21,7 +21,7 @@ NPT, breast cancer shape (`npt_breast_cancer`, `npt_breast_cancer_code`)
     Their data loading, excluded from the step and reported as `data_s`: NPTBatchDataset.set_mode
     ("train") (row shuffle, target masking, BERT-style feature masking) and taking the batch.
 
-    Our step (NPTTrainer.train_step, as tabrepro.npt.bench times it): the epoch's mask draw (a
+    Our step (NPTTrainer.train_step, as benchmarks.steps.npt times it): the epoch's mask draw (a
     full-batch step is an epoch), LR schedule, forward, loss, zero_grad, backward, gradient
     clipping, LAMB + Lookahead step, a few logged scalars.
 
@@ -46,7 +46,7 @@ BiSHop, breast cancer, batch 32 (`bishop_default`, `bishop_code`)
     DataLoader, the progress print every 10 iterations, per-epoch validation, test, scheduler
     and early stopping.
 
-    Our step (BiSHopTrainer.train_step, as tabrepro.bishop.bench times it): gather the batch,
+    Our step (BiSHopTrainer.train_step, as benchmarks.steps.bishop times it): gather the batch,
     forward, cross-entropy, zero_grad, finiteness check, backward, norm clipping fused into the
     fused Adam (or AdamW) step, the loss as a float.
 
@@ -126,7 +126,7 @@ class Case:
     name: str
     model: str  # "npt" or "bishop"
     description: str
-    bench_case: str | None = None  # NPT: a case of tabrepro.npt.bench.CASES; None: _NPT_TINY
+    bench_case: str | None = None  # NPT: a case of benchmarks.steps.npt.CASES; None: _NPT_TINY
     overrides: dict[str, Any] = field(default_factory=dict)  # our config fields changed
     steps: int = 3  # timed steps per run (our benchmarks' defaults)
     warmup: int = 1
@@ -176,11 +176,11 @@ DEFAULT_CASES: list[str] = [name for name, case in CASES.items() if not case.hid
 
 
 def ours_npt_case(case: Case) -> dict[str, Any]:
-    """Our NPT benchmark case (tabrepro.npt.bench.CASES format) with the case's overrides."""
+    """Our NPT benchmark case (benchmarks.steps.npt.CASES format) with the case's overrides."""
     if case.bench_case is None:
         base = copy.deepcopy(_NPT_TINY)
     else:
-        from tabrepro.npt.bench import CASES as NPT_BENCH_CASES
+        from benchmarks.steps.npt import CASES as NPT_BENCH_CASES
 
         base = copy.deepcopy(NPT_BENCH_CASES[case.bench_case])
     base["config"] = {**base["config"], **case.overrides}
@@ -238,9 +238,9 @@ def authors_key(case: Case) -> str:
 
 # ------------------------------------------------------------------------------- our side
 def _ours_npt(bench_case: dict[str, Any], steps: int, warmup: int, threads: int, device: str) -> dict[str, Any]:
-    """tabrepro.npt.bench.run_case on `bench_case` (registered under a name of its own in this
+    """benchmarks.steps.npt.run_case on `bench_case` (registered under a name of its own in this
     process's copy of CASES; run in a fresh process, so no other run sees it)."""
-    from tabrepro.npt import bench
+    from benchmarks.steps import npt as bench
 
     bench.CASES["versus"] = bench_case
     return bench.run_case("versus", steps=steps, warmup=warmup, device=device, threads=threads)
@@ -249,7 +249,7 @@ def _ours_npt(bench_case: dict[str, Any], steps: int, warmup: int, threads: int,
 def _ours_bishop(
     overrides: dict[str, Any], batch_size: int, steps: int, warmup: int, threads: int, device: str
 ) -> dict[str, Any]:
-    from tabrepro.bishop import bench
+    from benchmarks.steps import bishop as bench
 
     return bench.run_case(
         device=device, threads=threads, steps=steps, warmup=warmup, batch_size=batch_size, overrides=overrides
@@ -260,7 +260,7 @@ def run_ours(case: Case, steps: int, warmup: int, threads: int, device: str = "c
     """Our side of `case` in a fresh process on `device` ("cpu" or "cuda"), as our benchmark
     measures it; figures in the driver's names (step_s_median, step_s_min, gflop_per_step,
     parameters)."""
-    from tabrepro.nn.bench import run_in_subprocess
+    from benchmarks.steps.common import run_in_subprocess
 
     if case.model == "npt":
         raw = run_in_subprocess(_ours_npt, ours_npt_case(case), steps, warmup, threads, device)

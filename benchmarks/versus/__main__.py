@@ -1,8 +1,8 @@
-"""`python -m tabrepro.versus`: see tabrepro.versus.cli."""
+"""`python -m benchmarks.versus`: see benchmarks.versus.cli."""
 
 import sys
 
-from tabrepro.versus.cli import main
+from benchmarks.versus.cli import main
 
 if __name__ == "__main__":  # spawned case processes import this module as __mp_main__
     sys.exit(main())

@@ -1,8 +1,8 @@
 """The authors' side of a fidelity case: their NPT trained to the end, in a process of its own.
 
-    python -m tabrepro.versus.fidelity_driver SPEC.json
+    python -m benchmarks.versus.fidelity_driver SPEC.json
 
-SPEC (written by tabrepro.versus.fidelity) holds their checkout ("repo"), the fold's rows
+SPEC (written by benchmarks.versus.fidelity) holds their checkout ("repo"), the fold's rows
 ("x": standardised features, "y": class codes, "train"/"val"/"test": row indices, the harness's
 fold, not theirs), the settings in our names, the seed, torch threads and where to write the
 result ("result", JSON). The process builds their Trainer with their own functions, hands it the
@@ -19,8 +19,6 @@ nothing it receives changes training. Their AUROC (torchmetrics) is off: it is o
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 import sys
 import time
@@ -28,8 +26,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from tabrepro.versus.driver import STUBS, _Config, _npt_argv
-from tabrepro.versus.stubs import install_stubs
+from benchmarks.versus.driver import _Config, _npt_argv, serve
 
 __all__ = ["main", "npt_tables"]
 
@@ -40,19 +37,6 @@ def _install_wandb_sink() -> None:
     sink.log = lambda *args, **kwargs: None  # type: ignore[attr-defined]
     sink.run = types.SimpleNamespace(summary=types.SimpleNamespace(update=lambda *a, **k: None))  # type: ignore[attr-defined]
     sys.modules["wandb"] = sink
-
-
-def _prepare_imports(spec: dict[str, Any]) -> list[str]:
-    for entry in reversed([spec["repo"], *spec.get("deps", [])]):
-        sys.path.insert(0, entry)
-    import warnings
-
-    for category in (FutureWarning, UserWarning, DeprecationWarning):
-        warnings.filterwarnings("ignore", category=category)
-    stubs = STUBS["npt"]
-    stubbed = install_stubs([name for name in stubs["always"] if name != "wandb"], stubs["if_missing"])
-    _install_wandb_sink()
-    return stubbed
 
 
 # Hook tables torch's Optimizer sets up in its __init__, which their Lookahead never calls: newer
@@ -203,19 +187,7 @@ def train_npt(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    stubbed = _prepare_imports(spec)
-    import torch
-
-    from tabrepro.io import write_json
-
-    torch.set_num_threads(int(spec["threads"]))
-    with contextlib.redirect_stdout(sys.stderr):  # their progress prints: kept for a failure report
-        result = train_npt(spec)
-    ours_loaded = sorted(name for name in sys.modules if name.startswith("tabrepro."))
-    write_json(spec["result"], {**result, "stubbed": stubbed, "tabrepro_modules": ours_loaded})
-    return 0
+    return serve(argv, train_npt, model="npt", provided=("wandb",), setup=_install_wandb_sink)
 
 
 if __name__ == "__main__":

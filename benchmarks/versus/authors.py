@@ -3,13 +3,13 @@
 Their code never enters this project: `obtain` clones a git repository (a local bare or
 non-bare repository, or a URL) into a scratch directory outside the project and checks out the
 requested revision, or uses a plain (non-git) directory where it is, after checking that it too
-lies outside the project. `run_driver` then starts `python -m tabrepro.versus.driver` with that
+lies outside the project. `run_driver` then starts `python -m benchmarks.versus.driver` with that
 directory on its import path, in a fresh process per measurement, and reads back the figures it
 writes as JSON (never a pickle).
 
 Dependencies the authors' step needs and this environment lacks (einops, for BiSHop) go into
 `<scratch>/deps` with pip when `--install-deps` is given; their other imports are stubbed
-(tabrepro.versus.stubs).
+(benchmarks.versus.stubs).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paths import REPO_ROOT, pythonpath
 from tabrepro.errors import InputError
 from tabrepro.io import write_json
 
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 # The repository this package belongs to: the authors' code must not be put anywhere below it.
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
+PROJECT_ROOT = REPO_ROOT
 
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/repo
 
@@ -165,16 +166,17 @@ def ensure_deps(model: str, scratch: Path, install: bool) -> list[Path]:
 
 
 def run_driver(
-    spec: dict[str, Any], workdir: Path, timeout_s: float, module: str = "tabrepro.versus.driver"
+    spec: dict[str, Any], workdir: Path, timeout_s: float, module: str = "benchmarks.versus.driver"
 ) -> dict[str, Any]:
-    """One run of the authors' code: `spec` (see tabrepro.versus.driver, or the `module` named)
+    """One run of the authors' code: `spec` (see benchmarks.versus.driver, or the `module` named)
     is handed to a fresh `python -m <module>` process working in `workdir`; returns its figures."""
     workdir.mkdir(parents=True, exist_ok=True)
     spec_path = workdir / "driver-spec.json"
     result_path = workdir / "driver-figures.json"
     result_path.unlink(missing_ok=True)
     write_json(spec_path, {**spec, "result": str(result_path), "workdir": str(workdir)})
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # leave their checkout untouched
+    # leave their checkout untouched; the driver module is found through this repository's root
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     command = [sys.executable, "-m", module, str(spec_path)]
     try:
         done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)

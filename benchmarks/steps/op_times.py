@@ -1,9 +1,9 @@
 """Where a CPU training step's time goes, operation by operation, by wall clock.
 
-    python scripts/op_times.py bishop [--steps 6] [--warmup 6] [--threads 2] [--set d_model=128 ...]
-    python scripts/op_times.py npt [--case breast_cancer] [--steps 3] [--warmup 2]
+    python -m benchmarks.steps.op_times bishop [--steps 6] [--warmup 6] [--threads 2] [--set d_model=128 ...]
+    python -m benchmarks.steps.op_times npt [--case breast_cancer] [--steps 3] [--warmup 2]
 
-Builds the benchmark's trainer (`tabrepro.bishop.bench` / `tabrepro.npt.bench`, the same data and
+Builds the benchmark's trainer (`benchmarks.steps.bishop` / `benchmarks.steps.npt`, the same data and
 configuration), runs the warm-up steps and `--steps` untimed ones, then `--steps` more with a clock
 around every aten call (a `TorchDispatchMode`). On a CPU each call finishes before it returns, so
 the calls' times add up to the step less Python's own work. Prints the step times, the matrix
@@ -24,14 +24,14 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from benchmarks.steps.common import flop_counter, parse_overrides
+from benchmarks.steps.npt import CASES as NPT_CASES
 from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.nn.bench import flop_counter, parse_overrides
-from tabrepro.npt.bench import CASES as NPT_CASES
 
 
 class OpClock(TorchDispatchMode):
     """Seconds, calls and FLOPs per operation and per (operation, operand shapes). FLOPs are
-    counted as the benchmarks count them (`tabrepro.nn.bench.flop_counter`'s formulas: aten's
+    counted as the benchmarks count them (`benchmarks.steps.common.flop_counter`'s formulas: aten's
     matrix products and attention, and the oneDNN linear op), 0 for every other operation."""
 
     def __init__(self) -> None:
@@ -63,11 +63,11 @@ class OpClock(TorchDispatchMode):
 def _step_function(model: str, case: str, batch_size: int, settings: dict[str, Any]) -> Callable[[int], object]:
     """A function running training step i of the chosen benchmark's trainer."""
     if model == "bishop":
-        from tabrepro.bishop import bench as bishop_bench
+        from benchmarks.steps import bishop as bishop_bench
 
         trainer, batches = bishop_bench.prepared_trainer(bishop_bench.load_data(), "cpu", batch_size, settings)
         return lambda i: trainer.train_step(batches[i % len(batches)])
-    from tabrepro.npt import bench as npt_bench
+    from benchmarks.steps import npt as npt_bench
 
     npt_trainer = npt_bench.prepared_trainer(case, "cpu")
     return lambda i: npt_trainer.train_step()

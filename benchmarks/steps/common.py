@@ -1,4 +1,4 @@
-"""What the `bench` modules (tabrepro.npt.bench, tabrepro.bishop.bench) measure with: FLOPs
+"""What the `bench` modules (benchmarks.steps.npt, benchmarks.steps.bishop) measure with: FLOPs
 (including the oneDNN linear op the models use), finished-work timing, peak memory, and a fresh
 process per case. The trainers never import this module.
 """
@@ -35,7 +35,7 @@ def standardised_breast_cancer(train_fraction: float = 0.8) -> tuple[torch.Tenso
     """WDBC as the speed benchmarks use it: (x float32 [569, 30], y int64, n_train). Rows in a
     permutation seeded 0; the first `train_fraction` of them are the training part, whose mean
     and std standardise every row. One definition, so that our benchmark and the side-by-side
-    run of the authors' code (tabrepro.versus) time the same numbers."""
+    run of the authors' code (benchmarks.versus) time the same numbers."""
     from sklearn.datasets import load_breast_cancer
 
     X, y = load_breast_cancer(return_X_y=True)

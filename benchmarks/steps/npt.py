@@ -1,6 +1,6 @@
 """Training-step benchmark for NPT: seconds per step, achieved GFLOP/s, peak memory.
 
-    python -m tabrepro.npt.bench [--cases breast_cancer protein] [--steps 3] [--threads N]
+    python -m benchmarks.steps.npt [--cases breast_cancer protein] [--steps 3] [--threads N]
 
 Cases (random data of the stated shape; the cost of a step does not depend on the values):
 
@@ -15,7 +15,7 @@ Cases (random data of the stated shape; the cost of a step does not depend on th
 A step is everything `NPTTrainer.train_step` does: slicing the epoch's masks, forward, loss,
 backward, gradient clipping, LAMB + Lookahead. FLOPs are counted with
 `torch.utils.flop_counter.FlopCounterMode` over one real step (the oneDNN linear op is registered
-with it: `tabrepro.nn.bench.flop_counter`), so the figure covers matrix products and attention
+with it: `benchmarks.steps.common.flop_counter`), so the figure covers matrix products and attention
 only, not element-wise work.
 Peak memory: on CUDA the allocator's peak; on CPU the growth of the process's peak resident set
 while the case runs, each case in a fresh subprocess so that one case cannot mask another.
@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import torch
 
+from benchmarks.steps.common import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
 from tabrepro.features import categorical, continuous
-from tabrepro.nn.bench import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
 from tabrepro.nn.kernels import use_onednn
 from tabrepro.npt.config import NPTConfig
 from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable

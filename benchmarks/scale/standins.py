@@ -1,13 +1,13 @@
 """Write synthetic full-size stand-ins of the large datasets into a raw-data directory.
 
-    python -m tabrepro.scale.standins --dataset higgs --out data/raw            # 11,000,000 rows
-    python -m tabrepro.scale.standins --dataset all --rows-scale 0.01 --out /tmp/scale/data/raw
+    python -m benchmarks.scale.standins --dataset higgs --out data/raw            # 11,000,000 rows
+    python -m benchmarks.scale.standins --dataset all --rows-scale 0.01 --out /tmp/scale/data/raw
 
 Why: nothing had pushed a table the size of HIGGS (11 M rows), Poker Hand (1 M test rows),
 Forest Cover or Census-Income KDD through prepare -> split -> train here, and downloading
 gigabytes for a memory test is neither possible offline nor necessary. The stand-ins have the
 registry files' names, columns, types, categorical levels, missing-value markers, label
-spellings, line ends and compression (see tabrepro.scale.generators for what each keeps), and
+spellings, line ends and compression (see benchmarks.scale.generators for what each keeps), and
 labels that depend on the features, so the models have something to learn.
 
 The scale path starts at `tabrepro prepare`: a stand-in's checksum can never match the
@@ -34,11 +34,11 @@ from typing import BinaryIO
 
 import numpy as np
 
+from benchmarks.scale.generators import GENERATORS, FilePart
 from tabrepro.data.registry import DatasetSource, get_source
 from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinMarker, read_marker, write_marker
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_open
-from tabrepro.scale.generators import GENERATORS, FilePart
 from tabrepro.seeding import derive_seed
 
 __all__ = ["STANDIN_DATASETS", "FilePlan", "plan_files", "write_standin", "main"]
@@ -175,7 +175,7 @@ def _row_count(source: DatasetSource, rows: int | None, scale: float | None) -> 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tabrepro.scale.standins",
+        prog="python -m benchmarks.scale.standins",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{time.perf_counter() - started:.1f} s"
             )
     except InputError as error:
-        print(f"tabrepro.scale.standins: error: {error}", file=sys.stderr)
+        print(f"benchmarks.scale.standins: error: {error}", file=sys.stderr)
         return 2
     data_dir = args.out.parent if args.out.name == "raw" else None
     if data_dir is not None:

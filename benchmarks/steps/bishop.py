@@ -1,6 +1,6 @@
 """Training-throughput benchmark for BiSHop: samples/s and peak memory at the default config.
 
-    python -m tabrepro.bishop.bench [--threads 1 2] [--steps 10] [--device auto|cpu|cuda]
+    python -m benchmarks.steps.bishop [--threads 1 2] [--steps 10] [--device auto|cpu|cuda]
                                     [--set bf16_autocast=true share_decoder_input=true]
 
 Data: scikit-learn's breast cancer set (569 rows, 30 numerical features, binary target),
@@ -15,7 +15,7 @@ Figures per case (each in a fresh subprocess, so that one case cannot mask anoth
   count: an estimate of the wall figure on dedicated cores (exact for one thread; for several it
   assumes perfect overlap, and spinning OpenMP threads inflate the CPU time);
 * GFLOP per sample (forward + backward, matrix products only, FlopCounterMode with the oneDNN
-  linear op registered: `tabrepro.nn.bench.flop_counter`);
+  linear op registered: `benchmarks.steps.common.flop_counter`);
 * peak memory: growth of the peak resident set over the case (CPU) or the CUDA allocator's peak.
 CUDA is measured when available (`--device auto`).
 
@@ -35,9 +35,7 @@ from typing import Any
 
 import torch
 
-from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
-from tabrepro.nn.bench import (
+from benchmarks.steps.common import (
     PeakMemory,
     bench_parser,
     flop_counter,
@@ -46,6 +44,8 @@ from tabrepro.nn.bench import (
     standardised_breast_cancer,
     synchronize,
 )
+from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
 
 __all__ = ["load_data", "prepared_trainer", "run_case", "main"]
 

@@ -1,6 +1,6 @@
 """Does bfloat16 autocast select as good a model as fp32? The same fits in both precisions.
 
-    python -m tabrepro.precision [--device cuda] [--datasets breast_cancer digits]
+    python -m benchmarks.precision [--device cuda] [--datasets breast_cancer digits]
         [--models npt bishop] [--seeds 0] [--npt-steps 1000] [--bishop-epochs 60] [--json PATH]
 
 NPT and BiSHop expose `bf16_autocast` (matrix products in bfloat16; losses, entmax, LayerNorm
@@ -44,7 +44,7 @@ from tabrepro.io import write_json
 
 __all__ = ["DATASETS", "MODELS", "Split", "load_split", "fit_npt", "fit_bishop", "summarise", "main"]
 
-PROG = "python -m tabrepro.precision"
+PROG = "python -m benchmarks.precision"
 PRECISIONS = ("fp32", "bf16")
 # NPT-Small as the paper trains it on breast cancer (the whole table as one batch, validated
 # every 10 steps); BiSHop at its defaults.

@@ -7,7 +7,7 @@ an import hook that answers those names with empty modules. Any attribute of a s
 class that refuses to be instantiated or called: if a step ever did use one, the benchmark fails
 loudly instead of timing something else.
 
-Used only inside the authors' driver process (tabrepro.versus.driver), never in ours.
+Used only inside the authors' driver process (benchmarks.versus.driver), never in ours.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _placeholder(qualified: str) -> type:
     """A class named after `qualified` that can be imported and subclassed, but not used."""
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise StubbedUse(f"{qualified} is stubbed by tabrepro.versus (the timed step must not use it)")
+        raise StubbedUse(f"{qualified} is stubbed by benchmarks.versus (the timed step must not use it)")
 
     module, _, name = qualified.rpartition(".")
     return type(name, (), {"__module__": module, "__init__": refuse, "__call__": refuse})

@@ -2,13 +2,13 @@
 
 The driver process must not import tabrepro.npt or tabrepro.bishop (their import-time settings
 could change what the authors' code runs), so the inputs are built here from the neutral layer
-(tabrepro.nn.bench: torch and scikit-learn only), with the same shapes and values as our
+(benchmarks.steps.common: torch and scikit-learn only), with the same shapes and values as our
 benchmarks use:
 
-* `breast_cancer_train`: BiSHop's benchmark data, tabrepro.bishop.bench.load_data's training
-  part (both from tabrepro.nn.bench.standardised_breast_cancer; a test checks equality);
+* `breast_cancer_train`: BiSHop's benchmark data, benchmarks.steps.bishop.load_data's training
+  part (both from benchmarks.steps.common.standardised_breast_cancer; a test checks equality);
 * `npt_random_table`: NPT's benchmark shape (rows x continuous features + binary target) with
-  the train/validation/test proportions of tabrepro.npt.bench (70/10/20). The cost of a step
+  the train/validation/test proportions of benchmarks.steps.npt (70/10/20). The cost of a step
   does not depend on the values, so these are random, as in our benchmark.
 """
 
@@ -21,8 +21,8 @@ __all__ = ["breast_cancer_train", "npt_random_table"]
 
 def breast_cancer_train() -> tuple[Any, Any]:
     """(x_num float32 [n_train, 30], y int64 [n_train]): the training part of BiSHop's benchmark
-    data, tabrepro.bishop.bench.load_data's, from the definition both share."""
-    from tabrepro.nn.bench import standardised_breast_cancer
+    data, benchmarks.steps.bishop.load_data's, from the definition both share."""
+    from benchmarks.steps.common import standardised_breast_cancer
 
     x, y, n_train = standardised_breast_cancer(0.8)
     return x[:n_train], y[:n_train]

@@ -1,10 +1,10 @@
 """Scale benchmark: wall time and peak memory of every stage on the full-size stand-ins.
 
-    python -m tabrepro.scale.bench --rows-scale 0.01                    # a quick pass at 1 %
-    nice -n 10 python -m tabrepro.scale.bench --json scale.json         # full size (hours)
-    python -m tabrepro.scale.bench --datasets higgs --models xgboost,npt --stage-timeout 3600
+    python -m benchmarks.scale.bench --rows-scale 0.01                    # a quick pass at 1 %
+    nice -n 10 python -m benchmarks.scale.bench --json scale.json         # full size (hours)
+    python -m benchmarks.scale.bench --datasets higgs --models xgboost,npt --stage-timeout 3600
 
-A script that prints figures, not a timed test. For each stand-in (tabrepro.scale.standins) it
+A script that prints figures, not a timed test. For each stand-in (benchmarks.scale.standins) it
 runs, each in its own process through the project's own CLI (`python -m tabrepro ...`), so the
 real code paths are measured: `prepare`, `split`, and one train job per model family at a tiny
 budget (one configuration; a few trees, one epoch, a few NPT steps, 50 BiSHop batches), which still loads the whole
@@ -29,7 +29,7 @@ and lists each part's commit and CPU. The sum slightly overstates one uninterrup
 starts a process and reloads the table, and work done after the job's last save is redone.
 Where the next part may run on another machine that shares only the repository, `--carry DIR`
 keeps a copy of the jobs' saved progress in DIR to commit, and copies it back on --resume
-(tabrepro.scale.carry; files above its size limit, such as NPT-Base's training state, stay behind).
+(benchmarks.scale.carry; files above its size limit, such as NPT-Base's training state, stay behind).
 """
 
 from __future__ import annotations
@@ -50,15 +50,16 @@ from typing import Any
 
 import yaml
 
+from benchmarks.paths import pythonpath
+from benchmarks.scale import carry
+from benchmarks.scale.measure import Progress, StageResult, run_measured
+from benchmarks.scale.standins import MIN_ROWS, STANDIN_DATASETS
 from tabrepro.config import REPO_ROOT, Job, Params
 from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, read_marker
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import RunLayout
-from tabrepro.scale import carry
-from tabrepro.scale.measure import Progress, StageResult, run_measured
-from tabrepro.scale.standins import MIN_ROWS, STANDIN_DATASETS
 
 __all__ = ["BENCH_PROFILE", "DATASETS", "TINY_BUDGETS", "bench_params", "main"]
 
@@ -119,7 +120,7 @@ def bench_params(
         for space in {entry["search_space"] for entry in raw["papers"][PAPER]["datasets"].values()}:
             raw["search_spaces"][space]["bishop"] = copy.deepcopy(BISHOP_SPACE)
     raw["profiles"][BENCH_PROFILE] = {
-        "description": "scale benchmark: one tiny configuration per model on the stand-ins (tabrepro.scale.bench)",
+        "description": "scale benchmark: one tiny configuration per model on the stand-ins (benchmarks.scale.bench)",
         "max_configs": 1,
         "folds": [0],
         "model_overrides": {
@@ -162,15 +163,14 @@ class Record:
     measured_on: dict[str, Any] = field(default_factory=dict)
 
 
-def _own_package_first(pythonpath: str | None) -> str:
-    """PYTHONPATH for the stages: the directory holding this tabrepro package first.
+def _own_package_first(existing: str | None) -> str:
+    """PYTHONPATH for the stages: the directory holding this checkout's tabrepro package first.
 
     The stages run in the work directory, where a relative PYTHONPATH entry (`src`) no longer
     points at the checkout, and the interpreter may have another copy of tabrepro installed; the
     stages must run the code whose commit the benchmark records (`_machine()`).
     """
-    own = str(Path(__file__).resolve().parents[2])
-    return os.pathsep.join([own, pythonpath]) if pythonpath else own
+    return pythonpath(existing)
 
 
 class Bench:
@@ -373,7 +373,7 @@ class Bench:
             command = [
                 sys.executable,
                 "-m",
-                "tabrepro.scale.standins",
+                "benchmarks.scale.standins",
                 "--dataset",
                 source,
                 "--rows",
@@ -628,7 +628,9 @@ def _setting(text: str) -> tuple[str, str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tabrepro.scale.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m benchmarks.scale.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--datasets",
@@ -697,21 +699,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 < args.rows_scale <= 1:
-        print(f"tabrepro.scale.bench: error: --rows-scale must be in (0, 1], got {args.rows_scale}", file=sys.stderr)
+        print(f"benchmarks.scale.bench: error: --rows-scale must be in (0, 1], got {args.rows_scale}", file=sys.stderr)
         return 2
     if args.carry is not None and args.json is None:
-        print("tabrepro.scale.bench: error: --carry needs --json (the run it belongs to)", file=sys.stderr)
+        print("benchmarks.scale.bench: error: --carry needs --json (the run it belongs to)", file=sys.stderr)
         return 2
     unused = sorted({f"{model}.{name}" for model, name, _ in args.set if model not in args.models})
     if unused:
-        print(f"tabrepro.scale.bench: error: --set {', '.join(unused)}: model not in --models", file=sys.stderr)
+        print(f"benchmarks.scale.bench: error: --set {', '.join(unused)}: model not in --models", file=sys.stderr)
         return 2
     assert set(DATASETS.values()) <= set(STANDIN_DATASETS)
     bench = Bench(args)
     try:
         bench.setup()
     except InputError as error:
-        print(f"tabrepro.scale.bench: error: {error}", file=sys.stderr)
+        print(f"benchmarks.scale.bench: error: {error}", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # stops the running stage too
     try:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tabrepro.scale import census_levels
+from benchmarks.scale import census_levels
 
 __all__ = ["FilePart", "GENERATORS", "LineGenerator", "poker_hand_class"]
 

@@ -1,6 +1,6 @@
 """Command line of the side-by-side benchmark: the authors' training steps against ours.
 
-    python -m tabrepro.versus --npt-repo PATH_OR_URL --bishop-repo PATH_OR_URL
+    python -m benchmarks.versus --npt-repo PATH_OR_URL --bishop-repo PATH_OR_URL
         [--npt-rev REV] [--bishop-rev REV] [--cases CASE ...] [--rounds 3] [--threads N]
         [--steps N] [--warmup N] [--scratch DIR] [--keep-scratch] [--install-deps]
         [--max-load 0.5] [--force] [--device cpu|cuda] [--peak-sizes N ...] [--peak-only] [--json PATH]
@@ -8,15 +8,15 @@
 Example (the copies of the authors' repositories on this project's machines; einops, which
 their BiSHop needs and this project does not, is pip-installed into the scratch directory):
 
-    python -m tabrepro.versus --npt-repo /work/.mirror/OATML+non-parametric-transformers/repo \\
+    python -m benchmarks.versus --npt-repo /work/.mirror/OATML+non-parametric-transformers/repo \\
         --bishop-repo /work/.mirror/MAGICS-LAB+BiSHop/repo --install-deps --json versus.json
 
-`python -m tabrepro.versus fidelity ...` is the other sub-command: both models trained to the
-end on the same rows and their test scores compared (tabrepro.versus.fidelity).
+`python -m benchmarks.versus fidelity ...` is the other sub-command: both models trained to the
+end on the same rows and their test scores compared (benchmarks.versus.fidelity).
 
 A repository is a local git directory (bare or not) or a URL, cloned into the scratch directory
 (a temporary directory outside the project unless --scratch names one) at --*-rev, or a plain
-directory used where it is. Cases (tabrepro.versus.cases says what each step contains):
+directory used where it is. Cases (benchmarks.versus.cases says what each step contains):
 npt_breast_cancer, npt_breast_cancer_code, bishop_default, bishop_code; npt_tiny on request.
 
 Each round runs, per case, the authors' step and then ours, each in a fresh process on the same
@@ -29,7 +29,7 @@ every round ("rounds_completed"), so a run cut short keeps the rounds it finishe
 missing repository, an unknown case, a missing dependency, --device cuda without a GPU) is one
 line on stderr and exit status 2.
 
-With --device cuda both sides train on the GPU (tabrepro.versus.cases says how each runs there),
+With --device cuda both sides train on the GPU (benchmarks.versus.cases says how each runs there),
 each run takes more steps (a GPU step is milliseconds), and the peak is the GPU's fp32 cuBLAS rate.
 """
 
@@ -43,18 +43,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.versus import authors, cases, machine
+from benchmarks.versus.authors import VersusError
+from benchmarks.versus.cases import CASES, DEFAULT_CASES, Case
+from benchmarks.versus.machine import DEFAULT_MAX_LOAD
 from tabrepro.errors import InputError
 from tabrepro.io import write_json
-from tabrepro.versus import authors, cases, machine
-from tabrepro.versus.authors import VersusError
-from tabrepro.versus.cases import CASES, DEFAULT_CASES, Case
-from tabrepro.versus.machine import DEFAULT_MAX_LOAD
 
 __all__ = ["build_parser", "main", "format_ratio", "format_table", "format_header", "NPT_UPSTREAM", "BISHOP_UPSTREAM"]
 
 NPT_UPSTREAM = "https://github.com/OATML/non-parametric-transformers"
 BISHOP_UPSTREAM = "https://github.com/MAGICS-LAB/BiSHop"
-PROG = "tabrepro.versus"
+PROG = "benchmarks.versus"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=f"python -m {PROG}",
         description="Time the authors' NPT and BiSHop training steps against ours, alternating, on this machine.",
         epilog=f"cases: {', '.join(CASES)} (default: {', '.join(DEFAULT_CASES)}); what each step contains: "
-        "the docstring of tabrepro.versus.cases",
+        "the docstring of benchmarks.versus.cases",
     )
     parser.add_argument("--npt-repo", default=NPT_UPSTREAM, help="NPT authors' repository: git dir, URL or plain dir")
     parser.add_argument("--bishop-repo", default=BISHOP_UPSTREAM, help="BiSHop authors' repository")
@@ -215,7 +215,7 @@ def _print(lines: Sequence[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tabrepro.nn.bench import run_in_subprocess  # imports torch: not needed for --help
+    from benchmarks.steps.common import run_in_subprocess  # imports torch: not needed for --help
 
     chosen = [] if args.peak_only else _cases(args.cases)
     _check_numbers(args)
@@ -379,7 +379,7 @@ def _finish(payload: dict[str, Any], path: Path | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["fidelity"]:  # the sub-command: both models trained to the end, scores compared
-        from tabrepro.versus import fidelity
+        from benchmarks.versus import fidelity
 
         return fidelity.main(argv[1:])
     args = build_parser().parse_args(argv)

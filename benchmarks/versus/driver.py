@@ -1,16 +1,16 @@
 """The authors' training step, driven from outside their code, in a process of its own.
 
-    python -m tabrepro.versus.driver SPEC.json      (started by tabrepro.versus.authors.run_driver)
+    python -m benchmarks.versus.driver SPEC.json      (started by benchmarks.versus.authors.run_driver)
 
 SPEC names the case, the model ("npt" or "bishop"), the directory holding the authors' checkout
 ("repo"), extra import-path entries ("deps"), threads, the device ("cpu" or "cuda"), warm-up and
 timed steps, the model settings, and where to write the figures ("result", JSON). The process
 puts their checkout on sys.path, stubs the imports their step never uses
-(tabrepro.versus.stubs), builds their model, optimiser and loss with their own functions and
+(benchmarks.versus.stubs), builds their model, optimiser and loss with their own functions and
 classes, and times what their training loop runs per step. It imports nothing of tabrepro.npt
-or tabrepro.bishop. What a step contains is described in tabrepro.versus.cases.
+or tabrepro.bishop. What a step contains is described in benchmarks.versus.cases.
 
-Timing follows our benchmarks (tabrepro.npt.bench, tabrepro.bishop.bench): `warmup` steps, one
+Timing follows our benchmarks (benchmarks.steps.npt, benchmarks.steps.bishop): `warmup` steps, one
 step under FlopCounterMode (matrix products and attention only), then `steps` timed steps; the
 data loading that precedes each step in their loop (NPT: their per-epoch row shuffle and mask
 sampling) runs before the timer starts and is timed separately. On a GPU the device is
@@ -31,10 +31,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tabrepro.versus.data import breast_cancer_train, npt_random_table
-from tabrepro.versus.stubs import install_stubs
+from benchmarks.versus.data import breast_cancer_train, npt_random_table
+from benchmarks.versus.stubs import install_stubs
 
-__all__ = ["main", "STUBS"]
+__all__ = ["main", "STUBS", "prepare_imports", "serve"]
 
 # Per model: modules stubbed always (never used by a step; importing the real ones would be slow
 # or need network/credentials), and modules stubbed only where they are not installed.
@@ -315,7 +315,7 @@ def _measure(load: Step, step: Step, steps: int, warmup: int, device: str = "cpu
     """Warm-up steps, one FLOP-counted step, `steps` timed steps (data loading timed apart)."""
     import torch
 
-    from tabrepro.nn.bench import flop_counter, synchronize
+    from benchmarks.steps.common import flop_counter, synchronize
 
     dev = torch.device(device)
 
@@ -354,36 +354,58 @@ def _measure(load: Step, step: Step, steps: int, warmup: int, device: str = "cpu
     }
 
 
-def _prepare_imports(spec: dict[str, Any]) -> list[str]:
-    """Their checkout first on sys.path, then the dependency directories; stubs installed."""
+def prepare_imports(spec: dict[str, Any], model: str, *, provided: tuple[str, ...] = ()) -> list[str]:
+    """Their checkout first on sys.path, then the dependency directories; the model's stubs
+    installed, except the modules in `provided` (the caller puts its own in their place)."""
     for entry in reversed([spec["repo"], *spec.get("deps", [])]):
         sys.path.insert(0, entry)
     warnings.filterwarnings("ignore", category=FutureWarning)  # deprecated torch.cuda.amp etc.
     warnings.filterwarnings("ignore", category=UserWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
-    stubs = STUBS[spec["model"]]
-    return install_stubs(stubs["always"], stubs["if_missing"])
+    stubs = STUBS[model]
+    return install_stubs([name for name in stubs["always"] if name not in provided], stubs["if_missing"])
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve(
+    argv: list[str] | None,
+    work: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    model: str | None = None,
+    provided: tuple[str, ...] = (),
+    setup: Callable[[], None] | None = None,
+) -> int:
+    """What every driver process does around its `work`: read SPEC.json (argv[0]), prepare the
+    imports (`model`, default the spec's; `setup` then installs what `provided` leaves out), set
+    torch's threads, run `work(spec)` with their progress prints sent to stderr (kept for a failure
+    report), and write its figures, the stubbed modules and the tabrepro modules loaded (a test
+    checks that no model code of ours is among them) to the spec's "result"."""
     argv = sys.argv[1:] if argv is None else argv
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-    stubbed = _prepare_imports(spec)
+    stubbed = prepare_imports(spec, model or spec["model"], provided=provided)
+    if setup is not None:
+        setup()
     import torch
 
     from tabrepro.io import write_json
 
     torch.set_num_threads(int(spec["threads"]))
-    build = {"npt": _npt, "bishop": _bishop}[spec["model"]]
-    with contextlib.redirect_stdout(sys.stderr):  # their progress prints: kept for a failure report
-        load, step, facts = build(spec)
-        figures = _measure(load, step, int(spec["steps"]), int(spec["warmup"]), spec.get("device", "cpu"))
-    ours_loaded = sorted(name for name in sys.modules if name.startswith("tabrepro."))  # a test: no model code
-    write_json(
-        spec["result"],
-        {"case": spec["case"], **facts, **figures, "stubbed": stubbed, "tabrepro_modules": ours_loaded},
-    )
+    with contextlib.redirect_stdout(sys.stderr):
+        figures = work(spec)
+    ours_loaded = sorted(name for name in sys.modules if name.startswith("tabrepro."))
+    write_json(spec["result"], {**figures, "stubbed": stubbed, "tabrepro_modules": ours_loaded})
     return 0
+
+
+def _time_case(spec: dict[str, Any]) -> dict[str, Any]:
+    """The case's facts and its step's figures (see the module docstring)."""
+    build = {"npt": _npt, "bishop": _bishop}[spec["model"]]
+    load, step, facts = build(spec)
+    figures = _measure(load, step, int(spec["steps"]), int(spec["warmup"]), spec.get("device", "cpu"))
+    return {"case": spec["case"], **facts, **figures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(argv, _time_case)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Capacity benchmark: the largest full-batch table whose NPT training step fits in a memory budget.
 
-    python -m tabrepro.npt.capacity [--memory-gb 24] [--variants npt npt_isab] [--time-rows 569 5000]
+    python -m benchmarks.steps.npt_capacity [--memory-gb 24] [--variants npt npt_isab] [--time-rows 569 5000]
                                     [--recompute-blocks]
 
 Each probe trains one full-batch step (forward, loss, backward, LAMB + Lookahead; the same
@@ -53,7 +53,7 @@ def _run_steps(config: dict[str, Any], rows: int, features: int, steps: int, thr
     """Train `steps` + 1 full-batch steps; the seconds of all but the first, and the peak RSS."""
     import torch
 
-    from tabrepro.npt.bench import _random_table
+    from benchmarks.steps.npt import _random_table
     from tabrepro.npt.config import NPTConfig
     from tabrepro.npt.trainer import NPTTrainer
 
@@ -130,7 +130,7 @@ def largest_rows(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tabrepro.npt.capacity",
+        prog="python -m benchmarks.steps.npt_capacity",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

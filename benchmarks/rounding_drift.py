@@ -2,12 +2,12 @@
 compare the runs. For changes that keep the mathematics and move only float rounding (a re-associated
 product, a different solver start), where `compare_outputs.py`'s bit-for-bit check must fail.
 
-    PYTHONPATH=OLD/src python scripts/rounding_drift.py run before.json   # e.g. git archive of the last commit
-    python scripts/rounding_drift.py run after.json                       # this checkout
-    python scripts/rounding_drift.py compare before.json after.json
+    PYTHONPATH=OLD/src python -m benchmarks.rounding_drift run before.json   # e.g. git archive of the last commit
+    python -m benchmarks.rounding_drift run after.json                       # this checkout
+    python -m benchmarks.rounding_drift compare before.json after.json
 
 `run` trains the default BiSHopConfig (--epochs, default 8; --threads, default 1) on scikit-learn's WDBC in the
-benchmarks' row order (`tabrepro.nn.bench.standardised_breast_cancer`), cut 60/20/20 into training,
+benchmarks' row order (`benchmarks.steps.common.standardised_breast_cancer`), cut 60/20/20 into training,
 validation and test rows, and writes the per-epoch losses, the selected epoch, and the test
 probabilities, accuracy and ROC AUC. `compare` prints the largest differences; exit status 1 if the
 selected epoch or a test metric differs. Training amplifies any rounding difference (Adam's first
@@ -29,10 +29,10 @@ def run(out: Path, epochs: int, threads: int, settings: dict[str, object]) -> No
     from sklearn.metrics import roc_auc_score
 
     import tabrepro
+    from benchmarks.steps.common import standardised_breast_cancer
     from tabrepro.bishop.config import BiSHopConfig
     from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
     from tabrepro.io import write_json
-    from tabrepro.nn.bench import standardised_breast_cancer
 
     torch.set_num_threads(threads)
     x, y, n_train = standardised_breast_cancer(0.6)  # standardised on the training rows
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "run":
-        from tabrepro.nn.bench import parse_overrides  # imports torch: not needed for `compare`
+        from benchmarks.steps.common import parse_overrides  # imports torch: not needed for `compare`
 
         try:
             settings = parse_overrides(args.set)

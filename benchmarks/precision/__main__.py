@@ -1,0 +1,5 @@
+import sys
+
+from benchmarks.precision.compare import main
+
+sys.exit(main())

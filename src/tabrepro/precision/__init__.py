@@ -1,3 +1,0 @@
-"""bfloat16 autocast against fp32, with evidence: the same fits in both precisions, compared on
-the validation loss each selects (`python -m tabrepro.precision`), and the README's record of
-such runs (`python -m tabrepro.precision.record`)."""

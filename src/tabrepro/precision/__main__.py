@@ -1,5 +1,0 @@
-import sys
-
-from tabrepro.precision.compare import main
-
-sys.exit(main())
