@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from data_server import DataServer, bypass_proxies
-from tabrepro.data import fetch
+from tabrepro.data import download
 from tabrepro.data.fetch import (
     MANIFEST_NAME,
     ChecksumMismatchError,
@@ -188,7 +188,7 @@ def test_existing_empty_dataset_dir_is_kept_empty(server: DataServer, raw: Path)
 def test_keyboard_interrupt_leaves_no_partial_file(
     server: DataServer, raw: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_read = fetch._read_chunk
+    real_read = download._read_chunk
     calls = {"n": 0}
 
     def interrupted(*args: Any) -> bytes:
@@ -197,8 +197,8 @@ def test_keyboard_interrupt_leaves_no_partial_file(
             raise KeyboardInterrupt
         return real_read(*args)
 
-    monkeypatch.setattr(fetch, "CHUNK_SIZE", 8)
-    monkeypatch.setattr(fetch, "_read_chunk", interrupted)
+    monkeypatch.setattr(download, "CHUNK_SIZE", 8)
+    monkeypatch.setattr(download, "_read_chunk", interrupted)
     with pytest.raises(KeyboardInterrupt):
         fetch_source(toy_source(server.url_for("toy/toy.csv")), raw, options())
     assert tree(raw) == []

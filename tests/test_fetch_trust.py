@@ -19,7 +19,7 @@ from conftest import repo_raw_params
 from data_server import DataServer, bypass_proxies
 from tabrepro.cli import main
 from tabrepro.config import ParamsError, validate_schema
-from tabrepro.data import fetch
+from tabrepro.data import openml
 from tabrepro.data.availability import FetchStatus, read_fetch_status, write_fetch_status
 from tabrepro.data.fetch import (
     MANIFEST_NAME,
@@ -250,7 +250,7 @@ def test_hostile_dataset_description_names_no_path(
     hostile["/openml_99_toy/dataset.json"] = dataset_doc(ARFF, **fields, md5_checksum=arff_md5)
     del hostile["/openml_99_toy/dataset.arff"]
     with DataServer(files={}) as api, DataServer(files=hostile) as mirror:
-        monkeypatch.setattr(fetch, "OPENML_DEFAULT_URL", api.url)  # the description's url counts for the API
+        monkeypatch.setattr(openml, "OPENML_DEFAULT_URL", api.url)  # the description's url counts for the API
         with pytest.raises(FetchError, match=message):
             fetch_source(openml_source(), raw, options(openml_url=api.url, mirror=mirror.url))
         assert not any(".." in path for path in api.requests + mirror.requests)
