@@ -333,18 +333,18 @@ def test_friedman_test_on_complete_blocks_only():
 def test_cd_diagram_claims_only_after_a_significant_friedman_test_on_independent_blocks(tmp_path):
     from PIL import Image
 
-    from tabrepro.reporting.html import _cd_wording
+    from tabrepro.reporting.html.ranks import cd_wording
     from tabrepro.reporting.rank_tests import OmnibusResult
 
     significant = OmnibusResult("Friedman test", 4, 12, statistic=20.0, p_value=0.001)
     flat = OmnibusResult("Friedman test", 4, 12, statistic=2.0, p_value=0.57)
-    assert _cd_wording(significant, independent=True)[0] is None
-    assert "Drawn because the Friedman test rejected" in _cd_wording(significant, True)[1]
-    note, caption = _cd_wording(flat, independent=True)
+    assert cd_wording(significant, independent=True)[0] is None
+    assert "Drawn because the Friedman test rejected" in cd_wording(significant, True)[1]
+    note, caption = cd_wording(flat, independent=True)
     assert "not significant (p = 0.57)" in note and caption.count("Greyed") == 1
-    note, caption = _cd_wording(significant, independent=False)
+    note, caption = cd_wording(significant, independent=False)
     assert "folds of one dataset, not independent" in note and "Greyed" in caption
-    note, _ = _cd_wording(OmnibusResult("Friedman test", 3, 1, reason="needs 2 blocks"), True)
+    note, _ = cd_wording(OmnibusResult("Friedman test", 3, 1, reason="needs 2 blocks"), True)
     assert "no omnibus test" in note
 
     ranks = {"a": 1.2, "b": 2.1, "c": 3.0, "d": 3.7}
@@ -362,7 +362,8 @@ def test_cd_diagram_claims_only_after_a_significant_friedman_test_on_independent
 
 def test_provenance_section_warns_when_results_ran_on_different_hardware(tmp_path):
     from tabrepro.provenance import parse_cpuinfo
-    from tabrepro.reporting.html import _hardware_block, _Page
+    from tabrepro.reporting.html.page import Page
+    from tabrepro.reporting.html.provenance import hardware_block
 
     def record(model, fold, cpu_text, gpu=None):
         return {
@@ -376,12 +377,12 @@ def test_provenance_section_warns_when_results_ran_on_different_hardware(tmp_pat
     epyc = "model name\t: AMD EPYC 7B12\nflags\t: avx avx2\n"
     xeon = "model name\t: Intel Xeon 8480+\nflags\t: avx avx2 avx512f avx512_bf16 amx_tile\n"
     h100 = {"used": True, "name": "NVIDIA H100", "cuda": "12.8", "cudnn": 91002}
-    same = _Page(tmp_path)
-    _hardware_block(same, [record("knn", f, epyc) for f in range(4)])
+    same = Page(tmp_path)
+    hardware_block(same, [record("knn", f, epyc) for f in range(4)])
     text = "".join(same.blocks)
     assert 'class="warning"' not in text and "AMD EPYC 7B12 · AVX2" in text and "(folds 0–3)" in text
-    mixed = _Page(tmp_path)
-    _hardware_block(
+    mixed = Page(tmp_path)
+    hardware_block(
         mixed,
         [
             record("knn", 0, epyc),
