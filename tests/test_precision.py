@@ -1,5 +1,5 @@
 """bf16 against fp32 (benchmarks.precision): the split, the paired fits and their summary, bad input,
-and the README block. Tiny models here: a CPU without native bfloat16 emulates it slowly."""
+and the generated page. Tiny models here: a CPU without native bfloat16 emulates it slowly."""
 
 from __future__ import annotations
 
@@ -65,11 +65,11 @@ def test_both_precisions_fit_each_model_and_pair_up(monkeypatch, tmp_path, capsy
     assert "best val loss fp32 / bf16" in out and out.count("seed 0") == 4
 
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{record.README_BEGIN}\nold\n{record.README_END}\n")
-    assert record.main([str(target), "--readme", str(readme)]) == 0
+    readme.write_text(f"intro\n{record.BEGIN}\nold\n{record.END}\n")
+    assert record.main([str(target), "--page", str(readme)]) == 0
     text = readme.read_text()
     assert "| npt | breast_cancer | 0 |" in text and "| bishop | breast_cancer | 0 |" in text and "old" not in text
-    assert record.main([str(target), "--readme", str(readme), "--check"]) == 0
+    assert record.main([str(target), "--page", str(readme), "--check"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -94,12 +94,12 @@ def test_device_cuda_without_a_gpu_is_refused(monkeypatch, capsys):
     assert "no CUDA device" in capsys.readouterr().err
 
 
-def test_the_readme_precision_block_is_generated_from_the_committed_runs():
+def test_the_precision_page_is_generated_from_the_committed_runs():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    runs = sorted((root / "docs" / "precision").glob("*.json"))
-    assert runs, "no committed bf16-against-fp32 run under docs/precision"
-    assert record.update_readme(root / "README.md", runs, check=True), (
-        "README's precision block is stale: python -m benchmarks.precision.record docs/precision/*.json"
+    runs = sorted((root / "records" / "precision").glob("*.json"))
+    assert runs, "no committed bf16-against-fp32 run under records/precision"
+    assert record.update_page(root / record.BLOCK.page, runs, check=True), (
+        f"{record.BLOCK.page}'s precision block is stale: python -m benchmarks.precision.record"
     )

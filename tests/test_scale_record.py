@@ -1,4 +1,4 @@
-"""The README's full-size table is generated from the committed scale-bench runs."""
+"""docs/results/scale.md's full-size table is generated from the committed scale-bench runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from benchmarks.scale import record
 from tabrepro.readme_blocks import replace_block
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = sorted((ROOT / "docs" / "scale").glob("bench-*.json"))
+RUNS = sorted(ROOT.glob(record.BLOCK.runs_glob))
 
 
 def _run(tmp_path: Path, name: str, records: list[dict], rows_scale: float = 1.0, settings=None) -> Path:
@@ -35,11 +35,11 @@ def _stage(dataset, stage, model=None, status="ok", wall=10.0, peak_mb=1024.0):
     }
 
 
-def test_the_readme_scale_block_is_generated_from_the_committed_runs():
-    assert RUNS, "no committed scale-bench run under docs/scale"
+def test_the_scale_page_is_generated_from_the_committed_runs():
+    assert RUNS, f"no committed scale-bench run matches {record.BLOCK.runs_glob}"
     block = record.render_block(RUNS, ROOT)
-    assert replace_block(ROOT / "README.md", block, record.README_BEGIN, record.README_END, check=True), (
-        "README's scale block is stale: python -m benchmarks.scale.record docs/scale/bench-*.json"
+    assert replace_block(ROOT / record.BLOCK.page, block, record.BEGIN, record.END, check=True), (
+        f"{record.BLOCK.page}'s scale block is stale: python -m benchmarks.scale.record"
     )
 
 
@@ -62,7 +62,7 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
     )
     block = record.render_block([first, second], tmp_path)
     lines = block.splitlines()
-    assert lines[0] == record.README_BEGIN and lines[-1] == record.README_END
+    assert lines[0] == record.BEGIN and lines[-1] == record.END
     assert "| stage | higgs (1,000 rows) | income (1,000 rows) |" in block
     assert "| prepare | 100 s, 2.0 GiB | 5 s, 1.0 GiB |" in block
     assert "| npt train-config | timeout after 60 s, 20.0 GiB (over 16 GiB) | not run |" in block
@@ -75,15 +75,15 @@ def test_stage_by_dataset_cells_say_time_memory_and_what_did_not_finish(tmp_path
 def test_a_reduced_run_is_refused_and_a_readme_without_markers_named(tmp_path, capsys):
     reduced = _run(tmp_path, "small.json", [_stage("higgs", "prepare")], rows_scale=0.01)
     readme = tmp_path / "README.md"
-    readme.write_text(f"{record.README_BEGIN}\n{record.README_END}\n")
-    assert record.main([str(reduced), "--readme", str(readme)]) == 2
+    readme.write_text(f"{record.BEGIN}\n{record.END}\n")
+    assert record.main([str(reduced), "--page", str(readme)]) == 2
     assert "not a full-size run" in capsys.readouterr().err
     full = _run(tmp_path, "full.json", [_stage("higgs", "prepare")])
-    assert record.main([str(full), "--readme", str(readme), "--check"]) == 1  # stale, unchanged
-    assert record.main([str(full), "--readme", str(readme)]) == 0
-    assert record.main([str(full), "--readme", str(readme), "--check"]) == 0
+    assert record.main([str(full), "--page", str(readme), "--check"]) == 1  # stale, unchanged
+    assert record.main([str(full), "--page", str(readme)]) == 0
+    assert record.main([str(full), "--page", str(readme), "--check"]) == 0
     readme.write_text("no markers\n")
-    assert record.main([str(full), "--readme", str(readme)]) == 2
+    assert record.main([str(full), "--page", str(readme)]) == 2
     assert "needs exactly one" in capsys.readouterr().err
 
 

@@ -351,17 +351,17 @@ def test_both_npt_sides_run_one_tiny_step(tmp_path, capsys):
     assert not [name for name in loaded if name.startswith(("tabrepro.npt", "tabrepro.bishop"))]
 
 
-# ------------------------------------------------------------------------------ the README record
-SPEED_RUNS = sorted((Path(__file__).resolve().parents[1] / "docs" / "speed").glob("versus-*.json"))
+# ------------------------------------------------------------------------ the generated page
+SPEED_RUNS = sorted((Path(__file__).resolve().parents[1] / "records" / "speed").glob("versus-*.json"))
 
 
-def test_the_readme_speed_block_is_generated_from_the_committed_runs():
+def test_the_speed_page_is_generated_from_the_committed_runs():
     from benchmarks.versus import record
 
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    assert SPEED_RUNS, "no committed side-by-side run under docs/speed"
-    assert record.update_readme(readme, SPEED_RUNS, check=True), (
-        "README's versus block is stale: python -m benchmarks.versus.record docs/speed/versus-*.json"
+    page = Path(__file__).resolve().parents[1] / record.BLOCK.page
+    assert SPEED_RUNS, "no committed side-by-side run under records/speed"
+    assert record.update_page(page, SPEED_RUNS, check=True), (
+        f"{record.BLOCK.page}'s versus block is stale: python -m benchmarks.versus.record"
     )
 
 
@@ -378,10 +378,10 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(run))
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{record.README_BEGIN}\nold\n{record.README_END}\ntail\n")
-    assert not record.update_readme(readme, [path], check=True)  # stale, nothing written
+    readme.write_text(f"intro\n{record.BEGIN}\nold\n{record.END}\ntail\n")
+    assert not record.update_page(readme, [path], check=True)  # stale, nothing written
     assert "old" in readme.read_text()
-    assert record.main([str(path), "--readme", str(readme)]) == 0
+    assert record.main([str(path), "--page", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("tail\n") and "old" not in text
     assert run["machine"]["cpu_model"] in text and "`ONEDNN_MAX_CPU_ISA=AVX2`" in text
@@ -389,7 +389,7 @@ def test_a_speed_record_names_machine_isa_load_commit_and_ratios(tmp_path):
     spread = record._spread(cases.round_ratios(run["cases"][0]))
     assert f"({spread}) | 1.50× |" in text and "–" in spread  # the rounds' own ratios, low to high
     assert f"{run['machine']['cpu_model']}, family 25 model 1 (" in text
-    assert record.main([str(path), "--readme", str(readme), "--check"]) == 0
+    assert record.main([str(path), "--page", str(readme), "--check"]) == 0
 
 
 def test_a_gpu_speed_record_names_the_gpu_and_the_host(tmp_path):
@@ -406,7 +406,7 @@ def test_a_gpu_speed_record_names_the_gpu_and_the_host(tmp_path):
     assert run["machine"]["cpu_model"] in block and "51.0 TFLOP/s" in block
 
 
-def test_a_run_timed_on_a_busy_machine_is_no_readme_record(tmp_path, capsys):
+def test_a_run_timed_on_a_busy_machine_is_no_record(tmp_path, capsys):
     from benchmarks.versus import record
 
     run = json.loads(SPEED_RUNS[0].read_text())
@@ -414,6 +414,6 @@ def test_a_run_timed_on_a_busy_machine_is_no_readme_record(tmp_path, capsys):
     path = tmp_path / "busy.json"
     path.write_text(json.dumps(run))
     readme = tmp_path / "README.md"
-    readme.write_text(f"{record.README_BEGIN}\n{record.README_END}\n")
-    assert record.main([str(path), "--readme", str(readme)]) == 2
+    readme.write_text(f"{record.BEGIN}\n{record.END}\n")
+    assert record.main([str(path), "--page", str(readme)]) == 2
     assert "busy machine" in capsys.readouterr().err and readme.read_text().count("\n") == 2
