@@ -13,10 +13,12 @@ import pytest
 from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.config import _did_you_mean
 from tabrepro.models import hyperparameters as hp
-from tabrepro.models.base import EstimatorModel, TorchModel
-from tabrepro.models.hyperparameters import FAMILIES, Accept, accepted, check_params, rule_admits
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.hyperparameters import accepted, check_params
 from tabrepro.models.library_log import repeats
 from tabrepro.models.registry import MODEL_NAMES, MODEL_REGISTRY, create_model
+from tabrepro.models.rules import FAMILIES, TORCH_TRAINING_RULES, Accept, rule_admits
+from tabrepro.models.torch_model import TorchModel
 from tabrepro.npt.config import NPTConfig
 
 # A valid value for every name a wrapper reads itself (not a library keyword), small enough to fit
@@ -148,7 +150,7 @@ def test_library_values_params_yaml_uses_fit(model):
 
 
 def test_torch_training_rules_cover_the_training_loop():
-    assert set(hp.TORCH_TRAINING_RULES) == set(TorchModel.TRAINING_DEFAULTS)
+    assert set(TORCH_TRAINING_RULES) == set(TorchModel.TRAINING_DEFAULTS)
 
 
 def _numeric_ranges(rules):

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.bishop.config import POSITIVE_FIELDS, BiSHopConfig
-from tabrepro.models.hyperparameters import Hyperparameters
 from tabrepro.models.paper_network import PaperNetworkModel
+from tabrepro.models.rules import Hyperparameters
 
 __all__ = ["ABLATIONS", "BiSHopModel", "ablation_models"]
 

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from tabrepro.features import FeatureLayout
-from tabrepro.models.hyperparameters import (
+from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
+from tabrepro.models.rules import (
     FRACTION_OPEN_LOW,
     LOGGING,
     SEED,
@@ -29,7 +30,6 @@ from tabrepro.models.hyperparameters import (
     nullable,
     number,
 )
-from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
 
 
 class CatBoostModel(NativeCategoricalModel):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabrepro.models.base import EstimatorModel
-from tabrepro.models.hyperparameters import LOGGING, SEED, Hyperparameters, estimator_library
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.rules import LOGGING, SEED, Hyperparameters, estimator_library
 
 
 class GradientBoostingModel(EstimatorModel):

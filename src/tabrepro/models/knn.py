@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from tabrepro.io import atomic_path
-from tabrepro.models.base import EstimatorModel
-from tabrepro.models.hyperparameters import THREADS, Hyperparameters, estimator_library
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.rules import THREADS, Hyperparameters, estimator_library
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tabrepro.evaluation.metrics import NLL_CLIP
-from tabrepro.models.base import EarlyStopper, EstimatorModel
-from tabrepro.models.hyperparameters import LOGGING, SEED, Hyperparameters, estimator_library, integer, options
+from tabrepro.models.early_stopping import EarlyStopper
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.rules import LOGGING, SEED, Hyperparameters, estimator_library, integer, options
 from tabrepro.tasks import ModelTask
 
 if TYPE_CHECKING:

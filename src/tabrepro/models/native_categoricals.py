@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from tabrepro.features import FeatureLayout
-from tabrepro.models.base import EstimatorModel
-from tabrepro.models.hyperparameters import Rule, options
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.rules import Rule, options
 
 __all__ = ["CAT_ENCODINGS", "NativeCategoricalModel", "cat_encoding_rule"]
 

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tabrepro.models.hyperparameters import Hyperparameters
 from tabrepro.models.paper_network import PaperNetworkModel
+from tabrepro.models.rules import Hyperparameters
 from tabrepro.npt.config import NPTConfig
 
 __all__ = ["NPTModel", "NPTISABModel"]

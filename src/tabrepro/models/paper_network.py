@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tabrepro.models.base import TabularModel
-from tabrepro.models.hyperparameters import SEED, Hyperparameters, dataclass_rules
+from tabrepro.models.rules import SEED, Hyperparameters, dataclass_rules
 
 __all__ = ["PaperNetworkModel"]
 

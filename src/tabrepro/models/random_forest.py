@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.models.base import EstimatorModel
-from tabrepro.models.hyperparameters import LOGGING, SEED, THREADS, Hyperparameters, estimator_library, options
+from tabrepro.models.estimator import EstimatorModel
+from tabrepro.models.rules import LOGGING, SEED, THREADS, Hyperparameters, estimator_library, options
 
 
 def translate_max_features(value: Any) -> Any:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from tabrepro.models.base import TorchModel
-from tabrepro.models.hyperparameters import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+from tabrepro.models.rules import DATA_SHAPE, DROPOUT, TORCH_TRAINING_RULES, Hyperparameters, integer
+from tabrepro.models.torch_model import TorchModel
 from tabrepro.tasks import TASK_FAMILIES
 
 if TYPE_CHECKING:  # torch is imported when a model is built, not when the registry loads

@@ -52,7 +52,7 @@ import numpy as np
 from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.features import FeatureLayout
 from tabrepro.models.base import TabularModel
-from tabrepro.models.hyperparameters import DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number, options
+from tabrepro.models.rules import DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number, options
 
 __all__ = ["TabNetModel"]
 

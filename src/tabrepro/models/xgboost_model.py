@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from tabrepro.features import FeatureLayout
-from tabrepro.models.hyperparameters import (
+from tabrepro.models.library_log import relayed_warnings
+from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
+from tabrepro.models.rules import (
     FRACTION_OPEN_LOW,
     LOGGING,
     SEED,
@@ -25,8 +27,6 @@ from tabrepro.models.hyperparameters import (
     nullable,
     number,
 )
-from tabrepro.models.library_log import relayed_warnings
-from tabrepro.models.native_categoricals import NativeCategoricalModel, cat_encoding_rule
 
 CATEGORICAL = "set from cat_encoding (one_hot or native)"
 
