@@ -24,17 +24,9 @@ from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
 from tabrepro.reporting.claims import judge_claims
 from tabrepro.reporting.reference import lookup
-from tabrepro.reporting.scorecard import (
-    DIFFERS,
-    INCONCLUSIVE,
-    NOT_RUN,
-    REPRODUCED,
-    Scorecard,
-    ScoreCell,
-    build_scorecard,
-    summary,
-)
+from tabrepro.reporting.scorecard import Scorecard, ScoreCell, build_scorecard, summary
 from tabrepro.reporting.scorecard_markdown import render_markdown, write_scorecard
+from tabrepro.reporting.verdicts import DIFFERS, INCONCLUSIVE, NOT_RUN, REPRODUCED
 
 PROFILE = "cardtest"
 HIGGS_ERROR = "HTTP 404 for https://archive.ics.uci.edu/higgs.zip (no mirror copy)"

@@ -19,9 +19,6 @@ from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKD
 from tabrepro.reporting.claims import CLAIM_HEADER, ClaimVerdict, claim_rows
 from tabrepro.reporting.scorecard import (
     COUNT_KEYS,
-    DIFFERS,
-    NOT_RUN,
-    OURS_ONLY,
     QUOTED,
     Scorecard,
     ScoreCell,
@@ -30,6 +27,7 @@ from tabrepro.reporting.scorecard import (
     summary,
 )
 from tabrepro.reporting.tables import DASH, decimals_for, format_value
+from tabrepro.reporting.verdicts import DIFFERS, NOT_RUN, OURS_ONLY
 
 __all__ = [
     "Shift",
