@@ -52,6 +52,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = os.environ.get("TABREPRO_DATA_MIRROR", "http://127.0.0.1:8765")
 VOLATILE_FIELDS = frozenset({"provenance", "wall_time_s", "peak_memory_mb"})
+CODE_LABEL = Path("code.txt")  # what code a snapshot ran (`snapshot --label`); not compared
 
 # ------------------------------------------------------------------------------ the fixed fits
 TINY_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -386,25 +387,48 @@ def compare_file(a: Path, b: Path, roots: tuple[str, ...]) -> tuple[list[str], s
     return problems, "bytes"
 
 
-def compare_trees(dir_a: Path, dir_b: Path) -> int:
+def compare_trees(dir_a: Path, dir_b: Path, record: Path | None = None) -> int:
+    """Print every difference; with `record`, also write them as JSON (each file's first few
+    problems), so that a check of a code change can be committed beside the change."""
     roots = tuple(sorted({str(dir_a.resolve()), str(dir_b.resolve()), str(dir_a), str(dir_b)}, key=len, reverse=True))
     files_a = {p.relative_to(dir_a) for p in dir_a.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     files_b = {p.relative_to(dir_b) for p in dir_b.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-    failures, kinds = 0, {}
-    for rel in sorted(files_a ^ files_b):
-        print(f"ONLY IN {'A' if rel in files_a else 'B'}: {rel}")
-        failures += 1
+    files_a, files_b = files_a - {CODE_LABEL}, files_b - {CODE_LABEL}
+    kinds: dict[str, int] = {}
+    only = {str(rel): "A" if rel in files_a else "B" for rel in sorted(files_a ^ files_b)}
+    differs: dict[str, list[str]] = {}
+    for rel, side in only.items():
+        print(f"ONLY IN {side}: {rel}")
     for rel in sorted(files_a & files_b):
         problems, how = compare_file(dir_a / rel, dir_b / rel, roots)
         kinds[how] = kinds.get(how, 0) + 1
         if problems:
-            failures += 1
+            differs[str(rel)] = problems[:5]
             print(f"DIFFERS: {rel}")
             for problem in problems[:20]:
                 print(f"    {problem}")
+    failures = len(only) + len(differs)
     print(f"{len(files_a & files_b)} files in both trees, compared as: {dict(sorted(kinds.items()))}")
     print(f"{failures} file(s) differ or exist on one side only" if failures else "identical")
+    if record is not None:
+        summary = {
+            "a": str(dir_a),
+            "b": str(dir_b),
+            "code": {side: _snapshot_code(d) for side, d in (("a", dir_a), ("b", dir_b))},
+            "files_in_both": len(files_a & files_b),
+            "compared_as": dict(sorted(kinds.items())),
+            "only_in": only,
+            "differs": differs,
+        }
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(summary, indent=1) + "\n")
     return 1 if failures else 0
+
+
+def _snapshot_code(out: Path) -> str | None:
+    """The code a snapshot ran (`code.txt`, written by `snapshot --label`), if it says."""
+    path = out / CODE_LABEL
+    return path.read_text().strip() if path.exists() else None
 
 
 # ------------------------------------------------------------------------------ resuming
@@ -471,17 +495,21 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("snapshot", help="quick fits under one version of the code into OUT")
     p.add_argument("out", type=Path)
     p.add_argument("--src", type=Path, default=REPO / "src", help="the code's src/ directory (default: this checkout)")
+    p.add_argument("--label", help="what code SRC is (e.g. a commit), written to OUT/code.txt for records")
     p = sub.add_parser("resume", help="resume BEFORE's killed runs under this checkout's code, into AFTER")
     p.add_argument("before", type=Path)
     p.add_argument("after", type=Path)
     p = sub.add_parser("compare", help="compare two output trees")
     p.add_argument("dir_a", type=Path)
     p.add_argument("dir_b", type=Path)
+    p.add_argument("--record", type=Path, help="also write the differences as JSON to this file")
     p = sub.add_parser("_direct", help=argparse.SUPPRESS)
     p.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "snapshot":
         snapshot(args.out, args.src)
+        if args.label:
+            (args.out / CODE_LABEL).write_text(args.label + "\n")
         return 0
     if args.command == "resume":
         return resume(args.before.resolve(), args.after.resolve())
@@ -492,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         if not directory.is_dir():
             print(f"compare_outputs: {directory} is not a directory", file=sys.stderr)
             return 2
-    return compare_trees(args.dir_a, args.dir_b)
+    return compare_trees(args.dir_a, args.dir_b, args.record)
 
 
 if __name__ == "__main__":
