@@ -1,4 +1,5 @@
-"""Run records: a snapshot regenerates its scorecard, and the README's figures are never stale."""
+"""Run records: a snapshot regenerates its scorecard, and the pages built from the records (the
+README's summary, docs/results/records.md) are never stale."""
 
 from __future__ import annotations
 
@@ -12,19 +13,25 @@ from tabrepro.cli import main
 from tabrepro.reporting.records import (
     README_BEGIN,
     README_END,
+    RECORDS_DIR,
+    RESULTS_PAGE,
+    SUMMARY_BEGIN,
+    SUMMARY_END,
     RecordError,
     read_records,
     render_block,
+    render_summary,
     snapshot,
-    update_readme,
+    update_pages,
 )
 
 
-def test_readme_records_block_is_current():
-    """Fails when a record changed (or was added) without regenerating the README block."""
-    assert update_readme(REPO / "README.md", REPO / "docs" / "records", check=True), (
-        "README.md's records block differs from docs/records: run `tabrepro record --check` to see, "
-        "and regenerate it (tabrepro.reporting.records.update_readme)"
+def test_the_records_pages_are_current():
+    """Fails when a record changed (or was added) without regenerating the README's summary and
+    the records page."""
+    assert update_pages(REPO / "README.md", REPO / RECORDS_DIR, check=True), (
+        f"README.md's summary or {RESULTS_PAGE} differs from {RECORDS_DIR}: run `tabrepro record --check` "
+        "to see, and `tabrepro record` to regenerate them"
     )
 
 
@@ -112,12 +119,20 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     assert "| npt | all | own | 1 | 0 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
     assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
 
+    summary_block = render_summary(read_records(tmp_path / "records"), tmp_path)
+    assert "| `tiny` | 1 of 3 | npt | 1 | 0 | 0 | 0 | 1 | 2 |" in summary_block
+    assert f"({RESULTS_PAGE.as_posix()})" in summary_block
+
     readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\noutro\n")
-    assert not update_readme(readme, tmp_path / "records", check=True)
-    assert update_readme(readme, tmp_path / "records")
-    assert "| npt | all |" in readme.read_text() and readme.read_text().startswith("intro\n")
-    assert update_readme(readme, tmp_path / "records", check=True)
+    readme.write_text(f"intro\n{SUMMARY_BEGIN}\nold\n{SUMMARY_END}\noutro\n")
+    page = tmp_path / RESULTS_PAGE
+    page.parent.mkdir(parents=True)
+    page.write_text(f"# records\n{README_BEGIN}\nold\n{README_END}\n")
+    assert not update_pages(readme, tmp_path / "records", check=True)
+    assert update_pages(readme, tmp_path / "records")
+    assert "| `tiny` |" in readme.read_text() and readme.read_text().startswith("intro\n")
+    assert "| npt | all | own |" in page.read_text() and "(../../records/tiny/results/scorecard/" in page.read_text()
+    assert update_pages(readme, tmp_path / "records", check=True)
 
 
 def test_snapshot_refuses_a_run_without_scorecard(tmp_path):
@@ -140,7 +155,7 @@ def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, ca
     from tabrepro.reporting.audit import AUDIT_BEGIN, AUDIT_END
     from tabrepro.reporting.scorecard import ScoreCell
 
-    record = tmp_path / "docs" / "records" / "tiny"
+    record = tmp_path / RECORDS_DIR / "tiny"
     (record / "results" / "scorecard").mkdir(parents=True)
     (record / "record.json").write_text(json.dumps({"name": "tiny", "profile": "quick", "git_commits": [],
                                                     "hardware": [], "jobs": 1, "results": 1,
@@ -155,12 +170,14 @@ def test_record_check_fails_naming_a_differing_cell_without_a_cause(tmp_path, ca
         writer.writerow(row)
     summary = {"papers": {}, "unobtainable": {}}
     (record / "results" / "scorecard" / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / RESULTS_PAGE).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / "docs" / "reproduction.md").write_text(f"# x\n{AUDIT_BEGIN}\n{AUDIT_END}\n\n## Partial\n")
     (tmp_path / "docs" / "audit.yaml").write_text(
         "causes:\n  partial-record: {kind: partial run, summary: some folds, section: partial}\ncells: []\n"
     )
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{README_BEGIN}\n{README_END}\n")
+    readme.write_text(f"# x\n{SUMMARY_BEGIN}\n{SUMMARY_END}\n")
+    (tmp_path / RESULTS_PAGE).write_text(f"# records\n{README_BEGIN}\n{README_END}\n")
     assert main(["record", "--readme", str(readme)]) == 0
     assert main(["record", "--check", "--readme", str(readme)]) == 2
     assert "npt/table9/breast_cancer/tabnet/nll differs" in capsys.readouterr().err

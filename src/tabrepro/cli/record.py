@@ -1,5 +1,6 @@
 """`tabrepro record`: snapshot a run into the committed records and regenerate the pages built
-from them (the README's records and plan blocks, the audit table)."""
+from them (the README's scorecard summary and plan blocks, docs/results/records.md, the audit
+table in docs/reproduction.md)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ def _has_plan_block(readme: Path) -> bool:
 
 
 def cmd_record(args: argparse.Namespace) -> None:
-    """Snapshot a run (with NAME), then regenerate the README's records and plan blocks and the
-    audit table."""
+    """Snapshot a run (with NAME), then regenerate the README's summary and plan blocks, the
+    records page and the audit table."""
     from tabrepro.plan import update_readme as update_plan_block
     from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
-    from tabrepro.reporting.records import RECORDS_DIR, restore, snapshot, update_readme
+    from tabrepro.reporting.records import RECORDS_DIR, RESULTS_PAGE, restore, snapshot, update_pages
 
     if args.rejudge and (args.check or args.restore):
         raise InputError("record --rejudge cannot be combined with --check or --restore")
@@ -30,13 +31,15 @@ def cmd_record(args: argparse.Namespace) -> None:
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
         problems = update_audit(**audit, check=True)
-        if not update_readme(args.readme, audit["records_dir"], check=True):
-            problems.insert(0, f"{args.readme}: the records block is stale; run `tabrepro record` to regenerate it")
+        if not update_pages(args.readme, audit["records_dir"], check=True):
+            stale = f"{args.readme} or {root / RESULTS_PAGE}: a records block is stale"
+            problems.insert(0, f"{stale}; run `tabrepro record` to regenerate it")
         if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
             problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
-        print(f"{args.readme}: records block is current; {audit['doc']}: every differing cell has a cause")
+        current = f"{args.readme}, {root / RESULTS_PAGE}: records are current"
+        print(f"{current}; {audit['doc']}: every differing cell has a cause")
         return
     if args.rejudge:
         from tabrepro.reporting.records import rejudge
@@ -59,12 +62,12 @@ def cmd_record(args: argparse.Namespace) -> None:
             load_params(args), args.name, records_dir=audit["records_dir"], workflow_wall_time_s=args.wall_time
         )
         print(f"{target}: recorded")
-    update_readme(args.readme, audit["records_dir"])
+    update_pages(args.readme, audit["records_dir"])
     if _has_plan_block(args.readme):  # the compute plan is calibrated on the records
         update_plan_block(args.readme)
     for problem in update_audit(**audit):
         print(f"tabrepro record: warning: {problem}", file=sys.stderr)
-    print(f"{args.readme} and {audit['doc']} regenerated from the records")
+    print(f"{args.readme}, {root / RESULTS_PAGE} and {audit['doc']} regenerated from the records")
 
 
 def register(add: AddCommand) -> None:
@@ -73,8 +76,8 @@ def register(add: AddCommand) -> None:
         "record",
         cmd_record,
         "copy the profile's run outputs (metrics.json with provenance, fetch "
-        "records, tables, scorecard) into docs/records/NAME; regenerate the README's records block and "
-        "docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)",
+        "records, tables, scorecard) into records/runs/NAME; regenerate the README's summary, "
+        "docs/results/records.md and docs/reproduction.md's table of differing cells (causes from docs/audit.yaml)",
     )
     p.add_argument("name", nargs="?", help="record name (e.g. quick, reproduce); omit to only regenerate the docs")
     p.add_argument("--wall-time", type=float, help="the workflow's wall time in seconds, to record beside it")
