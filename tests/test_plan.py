@@ -521,6 +521,28 @@ def test_every_registered_model_has_a_cost_family():
 
     assert {family_of(name) for name in MODEL_NAMES} <= set(RUNTIME_PRIORS)
     assert family_of("npt_isab") == "npt" and family_of("bishop_attention") == "bishop"
+    assert family_of("bishop_default") == "bishop"
+
+
+def test_the_cost_family_is_a_class_attribute(monkeypatch):
+    """Adding a model names its family on the class (no table beside the registry); a subclass
+    can price itself differently, and a class without a family is refused by name."""
+    from tabrepro.costmodel import family_of
+    from tabrepro.models import registry
+    from tabrepro.models.base import TabularModel
+
+    class Priced(registry.get_model_class("knn")):
+        name = "priced"
+        cost_family = "random_forest"
+
+    class Unpriced(TabularModel):
+        name = "unpriced"
+
+    monkeypatch.setitem(registry.MODEL_REGISTRY, "priced", Priced)
+    monkeypatch.setitem(registry.MODEL_REGISTRY, "unpriced", Unpriced)
+    assert family_of("priced") == "random_forest"
+    with pytest.raises(TypeError, match="Unpriced sets no cost_family"):
+        family_of("unpriced")
 
 
 def test_estimates_above_the_largest_memory_request_are_named(quick_planner):

@@ -44,7 +44,6 @@ import numpy as np
 __all__ = [
     "Calibration",
     "CostModel",
-    "FAMILIES",
     "GpuAssumptions",
     "MeasuredJob",
     "TableShape",
@@ -89,30 +88,19 @@ class GpuAssumptions:
 # ----------------------------------------------------------------------------------------------
 # families and their work terms
 
-FAMILIES: dict[str, str] = {
-    "xgboost": "boosting_hist",
-    "lightgbm": "boosting_hist",
-    "catboost": "catboost",
-    "gradient_boosting": "boosting_exact",
-    "random_forest": "random_forest",
-    "knn": "knn",
-    "mlp": "mlp",
-    "tabnet": "tabnet",
-    "ft_transformer": "torch_mlp",
-    "resnet": "torch_mlp",
-    "npt": "npt",
-    "bishop": "bishop",
-}
 GPU_FAMILIES = ("tabnet", "torch_mlp", "npt", "bishop")
 
 
 def family_of(model: str) -> str:
-    """A model's cost family. Registered variants cost what their base model costs: BiSHop's
-    ablations as BiSHop, NPT-ISAB as NPT (whose n x n attention term overstates ISAB's n x m,
-    so its requests err on the large side)."""
-    if model.startswith(("bishop_", "npt_")):
-        return model.split("_", 1)[0]
-    return FAMILIES[model]
+    """A registered model's cost family: its class's `cost_family`, which a registered variant
+    inherits from its base (BiSHop's ablations cost what BiSHop costs, NPT-ISAB what NPT costs)."""
+    from tabrepro.models.registry import get_model_class
+
+    model_class = get_model_class(model)
+    family = getattr(model_class, "cost_family", None)
+    if family is None:
+        raise TypeError(f"{model_class.__name__} sets no cost_family (a family of tabrepro.costmodel)")
+    return family
 
 
 def _get(config: Mapping[str, Any], key: str, default: Any) -> Any:

@@ -138,6 +138,9 @@ class TabularModel(ABC):
     # True: one workflow job per configuration (each is long, e.g. an NPT variant), then a
     # selection job; False: one job per fold loops over the configurations.
     per_config_jobs: ClassVar[bool] = False
+    # The cost-model family that prices its jobs (tabrepro.costmodel: one fit's work terms and
+    # their calibrated weights); a registered variant (a subclass) inherits its base's.
+    cost_family: ClassVar[str]
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

@@ -42,6 +42,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 
 class BiSHopModel(PaperNetworkModel):
     name: ClassVar[str] = "bishop"
+    cost_family: ClassVar[str] = "bishop"  # its ablations (ablation_models) inherit it
     config_class = BiSHopConfig
     variant_label = "this ablation"  # an ablation fixes switches on top of the configuration
 

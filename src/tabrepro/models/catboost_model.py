@@ -34,6 +34,7 @@ from tabrepro.models.rules import (
 
 class CatBoostModel(NativeCategoricalModel):
     name = "catboost"
+    cost_family = "catboost"
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

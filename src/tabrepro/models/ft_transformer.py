@@ -45,6 +45,7 @@ class FTTransformerModel(TorchModel):
     """FT-Transformer with embedded categorical features, trained by TorchModel's loop."""
 
     name = "ft_transformer"
+    cost_family = "torch_mlp"  # the TorchModel networks share one family
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

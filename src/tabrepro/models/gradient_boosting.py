@@ -15,6 +15,7 @@ from tabrepro.models.rules import LOGGING, SEED, Hyperparameters, estimator_libr
 
 class GradientBoostingModel(EstimatorModel):
     name = "gradient_boosting"
+    cost_family = "boosting_exact"  # sorted (exact) splits, unlike the histogram boosters
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

@@ -36,6 +36,7 @@ PIECES_DIR = "predictions"
 
 class KNNModel(EstimatorModel):
     name = "knn"
+    cost_family = "knn"
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

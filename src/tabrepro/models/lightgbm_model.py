@@ -31,6 +31,7 @@ from tabrepro.models.rules import (
 
 class LightGBMModel(NativeCategoricalModel):
     name = "lightgbm"
+    cost_family = "boosting_hist"  # histogram boosting, priced as XGBoost
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

@@ -48,6 +48,7 @@ _TRAINING_KEYS = ("max_epochs", "patience")  # read by the wrapper, not by sciki
 
 class MLPModel(EstimatorModel):
     name = "mlp"
+    cost_family = "mlp"
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 class NPTModel(PaperNetworkModel):
     name: ClassVar[str] = "npt"
+    cost_family: ClassVar[str] = "npt"
     config_class = NPTConfig
 
     @classmethod
@@ -129,4 +130,5 @@ class NPTISABModel(NPTModel):
     O(n^2), for tables too large for NPT's full batch. An extension, not in the NPT paper."""
 
     name: ClassVar[str] = "npt_isab"
+    # cost_family: NPT's; its n x n attention term overstates ISAB's n x m, so requests err large
     fixed: ClassVar[dict[str, Any]] = {"datapoint_attention": "isab"}

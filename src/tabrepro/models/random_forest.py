@@ -23,6 +23,7 @@ def translate_max_features(value: Any) -> Any:
 
 class RandomForestModel(EstimatorModel):
     name = "random_forest"
+    cost_family = "random_forest"
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

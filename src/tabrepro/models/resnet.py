@@ -40,6 +40,7 @@ class ResNetModel(TorchModel):
     """ResNet on the one-hot matrix, trained by TorchModel's loop."""
 
     name = "resnet"
+    cost_family = "torch_mlp"  # the TorchModel networks share one family
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

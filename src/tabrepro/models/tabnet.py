@@ -120,6 +120,7 @@ class TabNetModel(TabularModel):
     """TabNet with early stopping on the validation target loss (see the module docstring)."""
 
     name = "tabnet"
+    cost_family = "tabnet"
     accelerator = "gpu"
 
     @classmethod

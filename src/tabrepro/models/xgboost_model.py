@@ -33,6 +33,7 @@ CATEGORICAL = "set from cat_encoding (one_hot or native)"
 
 class XGBoostModel(NativeCategoricalModel):
     name = "xgboost"
+    cost_family = "boosting_hist"
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:
