@@ -153,6 +153,19 @@ def test_split_sizes_match_the_real_splits(protocol):
     assert abs(train - counts["train"]) <= 1 and abs(val - counts["val"]) <= 1 and abs(test - counts["test"]) <= 1
 
 
+@pytest.mark.parametrize("n_rows", [12_001, 30_011])
+def test_split_sizes_of_a_subsampled_holdout_are_the_subsample_s(n_rows):
+    """Datasets II's protocol splits a 10,000-row subsample of a large table (7,000 / 900 / 2,100
+    rows), a table whose 70 % stays under 10,000 rows whole: the plan prices the same rows."""
+    raw = Params.from_file(PARAMS).raw["protocols"]["openml_benchmark"]
+    assert raw["subsample_rows"] == 10_000
+    y = (np.arange(n_rows) % 2).astype(str)
+    counts = make_split(raw, n_rows, fold=0, seed=1, y=y).counts()
+    assert split_sizes(raw, n_rows, 0) == (counts["train"], counts["val"], counts["test"])
+    if n_rows * raw["train"] > raw["subsample_rows"]:
+        assert split_sizes(raw, n_rows, 0) == (7_000, 900, 2_100)
+
+
 # ----------------------------------------------------------------------------------------------
 # the cost model
 

@@ -5,7 +5,8 @@ directories given), from a facts file (docs/scale/dataset-facts.json: shapes rec
 prepared tables and from the scale benchmark's stand-ins, so a fresh clone needs no data), or
 from the registry's expected rows and features; datasets the registry gives no size for (the
 OpenML suites) use approximate published sizes, marked as such. Split sizes follow the protocol's
-fractions.
+fractions, of the subsample where the protocol draws one (`subsample_rows`); the table a job
+loads is the whole one either way.
 
 Measured jobs come from metrics.json files (every run's jobs record their wall time and peak
 memory; the candidate configurations of a job are regenerated with tabrepro.tuning.job_configs,
@@ -150,6 +151,13 @@ class DatasetFacts:
         )
 
 
+def holdout_pool_rows(protocol: dict[str, Any], n_rows: int) -> int:
+    """The rows a holdout split divides: all, or `subsample_rows` when the training fraction of
+    all rows would exceed that many (the rule of tabrepro.splits._subsampled_rows)."""
+    cap = protocol.get("subsample_rows")
+    return n_rows if cap is None or protocol["train"] * n_rows <= cap else int(cap)
+
+
 def split_sizes(protocol: dict[str, Any], n_rows: int, n_fixed_test: int) -> tuple[int, int, int]:
     """(train, validation, test) rows of fold 0 under a protocol (tabrepro.splits' arithmetic)."""
     kind = protocol["kind"]
@@ -157,6 +165,7 @@ def split_sizes(protocol: dict[str, Any], n_rows: int, n_fixed_test: int) -> tup
         test = n_rows // protocol["n_folds"]
         val = int(round(protocol["val_fraction"] * n_rows))
     elif kind == "holdout":
+        n_rows = holdout_pool_rows(protocol, n_rows)
         test = int(round(protocol["test"] * n_rows))
         val = int(round(protocol["val"] * n_rows))
     else:
