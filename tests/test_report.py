@@ -300,6 +300,22 @@ def test_se_units_and_critical_difference():
     assert critical_difference(12, 20) > critical_difference(11, 20)  # beyond the table: scipy
 
 
+def test_the_cost_section_reads_the_papers_reported_cost_from_the_reference_csv():
+    """NPT's Tables 6-7 (App. B.6) are reference-CSV rows; the page prints them as the paper does."""
+    from tabrepro.reporting.html.cost import _cost_text, _paper_note
+    from tabrepro.reporting.reference import reported_costs
+
+    costs = reported_costs("npt")
+    assert {key: _cost_text(cost) for key, cost in costs.items()} == {
+        ("protein", "NPT"): "11 h 51 m, 6.17 GB (GPU)",
+        ("higgs", "NPT"): "5 d 22 h, 19.18 GB (GPU)",
+    }
+    labels = repo_raw_params()["papers"]["npt"]["models"]
+    note = "The paper's numbers (Tables 6-7) exist for NPT only and were measured on GPUs."
+    assert _paper_note(costs, labels) == note
+    assert reported_costs("bishop") == {} and _paper_note({}, labels) == "The paper reports no compute cost."
+
+
 def test_friedman_test_on_complete_blocks_only():
     import pandas as pd
 

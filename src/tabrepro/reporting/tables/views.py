@@ -86,7 +86,7 @@ def _select_datasets(
     tasks = set(table_cfg.get("tasks", TASKS))
     group = table_cfg.get("group")
     metric = table_cfg["metric"]
-    in_paper_table = set(reference_datasets(paper, reference_id, metric))
+    in_paper_table = set(reference_datasets(paper, reference_id, metric, source=paper_cfg.get("reference")))
     selected = []
     for dataset in _dataset_candidates(paper_cfg, dataset_tasks):
         if group is not None and dataset_group(paper_cfg, dataset) != str(group):
@@ -189,13 +189,14 @@ def _metric_view(
     else:  # a main table: the paper's methods (ablation-only models stay out)
         chosen = chosen[chosen["model"].isin(list(labels)) | ~chosen["model"].isin(_ablation_models(paper_cfg))]
     summary = summarize_folds(chosen, spread_kind).set_index(["dataset", "method"])
-    paper_methods = reference_methods(paper, reference_id, metric, datasets)
+    source = paper_cfg.get("reference")
+    paper_methods = reference_methods(paper, reference_id, metric, datasets, source=source)
     methods = _method_order(labels, summary.index.get_level_values("method"), paper_methods)
     cells: dict[tuple[str, str], Cell] = {}
     rows: list[dict[str, Any]] = []
     for dataset in datasets:
         for method in methods:
-            cell = _metric_cell(summary, paper, reference_id, dataset, method, metric)
+            cell = _metric_cell(summary, paper, reference_id, dataset, method, metric, source)
             cells[(method, dataset)] = cell
             if cell.ours_mean is not None or cell.paper is not None:
                 rows.append(_tidy_row(key, dataset, method, metric, cell, spread_kind, n_folds=cell.count))
@@ -212,8 +213,10 @@ def _ablation_models(paper_cfg: Mapping[str, Any]) -> set[str]:
     return {m for t in paper_cfg.get("tables", {}).values() for m in t.get("models", {}) if m not in main}
 
 
-def _metric_cell(summary: pd.DataFrame, paper: str, reference_id: str, dataset: str, method: str, metric: str) -> Cell:
-    paper_value = lookup(paper, reference_id, dataset, method, metric)
+def _metric_cell(
+    summary: pd.DataFrame, paper: str, reference_id: str, dataset: str, method: str, metric: str, source: str | None
+) -> Cell:
+    paper_value = lookup(paper, reference_id, dataset, method, metric, source=source)
     if (dataset, method) not in summary.index:
         return Cell(metric=metric, paper=paper_value)
     stats = summary.loc[(dataset, method)]
@@ -246,6 +249,7 @@ def _rank_view(
 ) -> TableView:
     """Average rank per task type (NPT Table 1): one column per task type, not per dataset."""
     reference_id = reference_table_id(key, table_cfg)
+    source = paper_cfg.get("reference")
     rank_metrics: Mapping[str, str] = table_cfg["rank_metrics"]
     paper_metrics: Mapping[str, str] = table_cfg.get("paper_metrics", {})
     group = table_cfg.get("group")
@@ -261,7 +265,7 @@ def _rank_view(
     paper_only = [
         method
         for task in rank_metrics
-        for method in reference_methods(paper, reference_id, _paper_metric(task, paper_metrics))
+        for method in reference_methods(paper, reference_id, _paper_metric(task, paper_metrics), source=source)
     ]
     ours = [method for table in ranks.values() for method in table["method"]]
     methods = _method_order(paper_cfg.get("models", {}), ours, paper_only)
@@ -271,7 +275,7 @@ def _rank_view(
         paper_metric = _paper_metric(task, paper_metrics)
         rows.extend(_per_dataset_rank_rows(key, ranks[task], paper_metric))
         for method in methods:
-            cell = _rank_cell(ranks[task], paper, reference_id, method, paper_metric)
+            cell = _rank_cell(ranks[task], paper, reference_id, method, paper_metric, source)
             cells[(method, task)] = cell
             if cell.ours_mean is not None or cell.paper is not None:
                 rows.append(_tidy_row(key, "all", method, paper_metric, cell, "se",
@@ -289,8 +293,10 @@ def _paper_metric(task: str, paper_metrics: Mapping[str, str]) -> str:
     return paper_metrics.get(task, f"rank_{task}")
 
 
-def _rank_cell(ranks: pd.DataFrame, paper: str, reference_id: str, method: str, paper_metric: str) -> Cell:
-    paper_value = lookup(paper, reference_id, "all", method, paper_metric)
+def _rank_cell(
+    ranks: pd.DataFrame, paper: str, reference_id: str, method: str, paper_metric: str, source: str | None
+) -> Cell:
+    paper_value = lookup(paper, reference_id, "all", method, paper_metric, source=source)
     mine = ranks.loc[ranks["method"] == method, "rank"]
     if mine.empty:
         return Cell(metric="rank", paper=paper_value)
