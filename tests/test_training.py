@@ -335,3 +335,33 @@ def test_loading_a_fold_hands_back_the_tables_arrow_memory_once_the_table_is_gon
     fold = training.load_fold(params, job)
     assert held_at_release == [before]
     assert fold.X.shape[0] == len(fold.split.roles)
+
+
+def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, monkeypatch, caplog):
+    """The selection step's retraining resumes after its last finished repeat, from a file of a few
+    numbers (which can travel between machines) instead of the run's checkpoint."""
+    import tabrepro.training as training
+
+    tmp_path, _, _, _, _ = prepared
+    raw = yaml.safe_load(write_params(tmp_path, name="repeat_files.yaml").read_text())
+    raw["protocols"]["npt_cv10"]["repeats"] = 3
+    raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5]}
+    params = Params(raw)
+    job = Job("npt", "breast_cancer", "random_forest", 0)
+    data = training.load_fold(params, job)
+    config = {"n_estimators": 5}
+    fits = []
+    original = training._fit_config
+    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
+    work = tmp_path / "repeat_state"
+
+    first = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2] and len(first) == 2
+    assert sorted(p.name for p in work.rglob("*") if p.is_file()) == ["repeat.json", "repeat.json"]
+    assert training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work) == first
+    assert fits == [1, 2]  # both read back, none trained again
+
+    (work / "repeat2" / "repeat.json").write_text("{not json")
+    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2, 2] and again == first  # the same seed retrains to the same forest
+    assert "repeat 2 is trained again" in caplog.text

@@ -409,12 +409,40 @@ def _repeat_runs(
     The configuration was chosen on validation before any of these runs; each is scored once.
     """
     runs = []
+    te = data.split.test
     for repeat in range(1, params.repeats(job.paper, job.dataset, job.model)):
         state = None if work_dir is None else work_dir / f"repeat{repeat}"
+        done = None if state is None else _finished_repeat(state / REPEAT_FILE, repeat)
+        if done is not None:
+            runs.append(done)
+            continue
         model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
-        te = data.split.test
-        runs.append(outputs_metrics(data.task, model_outputs(model, data.task, data.X[te]), data.y[te], data.target))
+        metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[te]), data.y[te], data.target)
+        if state is not None:
+            # A finished run is a few numbers: kept in place of its state (a checkpoint of BiSHop
+            # is ~200 MB), so that the job resumes after it, here or wherever the file is copied.
+            if os.environ.get(KEEP_STATE_ENV) != "1":
+                _drop_state(state)
+            state.mkdir(parents=True, exist_ok=True)
+            write_json(state / REPEAT_FILE, {"repeat": repeat, "test": metrics})
+        runs.append(metrics)
     return runs
+
+
+def _finished_repeat(path: Path, repeat: int) -> dict[str, float] | None:
+    """A finished repeat's test metrics, or None (not run yet, or an unreadable file set aside)."""
+    try:
+        stored = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError as error:
+        set_aside(path, f"not a repeat result ({_one_line(error)})", f"repeat {repeat} is trained again")
+        return None
+    test = stored.get("test") if isinstance(stored, dict) else None
+    if not isinstance(test, dict) or stored.get("repeat") != repeat:
+        set_aside(path, "not a repeat result (no test metrics)", f"repeat {repeat} is trained again")
+        return None
+    return {key: float(value) for key, value in test.items()}
 
 
 def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -430,6 +458,7 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
 STATE_DIR = "state"
 TUNING_DIR = "tuning"  # under STATE_DIR of an in-job search's directory (ScoredConfigurations)
 FINISHED_FILE = "finished.json"  # under STATE_DIR: a fold's result until its train_folds job ends
+REPEAT_FILE = "repeat.json"  # under a repeat's state directory: its test metrics once it finished
 KEEP_STATE_ENV = "TABREPRO_KEEP_STATE"  # =1: keep finished configurations' state (as --keep-state)
 
 
