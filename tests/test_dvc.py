@@ -136,6 +136,41 @@ def test_dvc_files_are_committed_and_the_pipeline_parses(tmp_path):
     assert run(["dvc", "remote", "default"], work, env, timeout=60).stdout.strip() == "store"
 
 
+def test_the_paper_blocks_of_dvc_yaml_are_generated_from_params_yaml():
+    """Every line of dvc.yaml that names a paper comes from params.yaml's `papers`
+    (tabrepro.dvc_blocks); a stale block names itself here."""
+    from tabrepro.dvc_blocks import BLOCKS, update_dvc_yaml
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert update_dvc_yaml(raw, REPO / "dvc.yaml", check=True) == [], "regenerate with tabrepro.dvc_blocks"
+    spec = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    papers = list(raw["papers"])
+    assert spec["stages"]["train"]["outs"] == [{f"${{paths.results}}/{p}": {"persist": True}} for p in papers]
+    assert spec["vars"] == [
+        {
+            "paper_results": " ".join(f"{raw['paths']['results']}/{p}" for p in papers),
+            "tables_rules": " ".join(f"tables_{p}" for p in papers),
+        }
+    ]
+    text = (REPO / "dvc.yaml").read_text()
+    outside = [line for line in _outside_blocks(text, BLOCKS) if not line.lstrip().startswith("#")]
+    for paper in papers:  # outside the generated blocks, no line of a stage names a paper
+        assert not [line for line in outside if f"/{paper}" in line or f".{paper}." in line or f"_{paper}" in line]
+
+
+def _outside_blocks(text: str, names) -> list[str]:
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line.strip().startswith("# papers:begin "):
+            inside = True
+        elif line.strip().startswith("# papers:end "):
+            inside = False
+        elif not inside:
+            lines.append(line)
+    assert not inside and all(f"# papers:begin {name}" in text for name in names)
+    return lines
+
+
 @pytest.mark.slow
 def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     env = {**_env(tmp_path), "TABREPRO_KEEP_STATE": "1"}  # NPT's state stays: the clone lacks it by .dvcignore
