@@ -2,7 +2,7 @@
 
     python -m tabrepro.plan --profile paper          # the table and totals
     python -m tabrepro.plan --compare                # predicted vs measured, for every measured job
-    python -m tabrepro.plan --measured ../run/results --bench docs/scale/bench-full.json
+    python -m tabrepro.plan --measured ../run/results --bench records/scale/bench-full.json
     python -m tabrepro.plan --readme README.md       # the README's plan block (--check: is it current?)
 
 For every job of the profile (tabrepro.config.Params.jobs; per-configuration models get one job
@@ -16,7 +16,7 @@ cannot disagree.
 
 What the numbers are: CPU-hours at one thread on the machines the measurements come from; GPU
 jobs (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are estimated from their floating-point work
-and steps at GPU rates calibrated on the jobs measured on a GPU (docs/gpu/*/results), pulled
+and steps at GPU rates calibrated on the jobs measured on a GPU (records/gpu/*/results), pulled
 toward an assumed rate (costmodel.GpuAssumptions; --gpu-tflops), which stands alone for a family
 no GPU job measured. Early-stopped training is estimated at 3 x patience epochs; resource requests use the
 maximum epochs. `--compare` prints how far the model is from each measured job, in sample and
@@ -393,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         action="append",
         default=None,
-        help="scale benchmark JSON (default: docs/scale/bench-*.json); repeatable",
+        help="scale benchmark JSON (default: records/scale/bench-*.json); repeatable",
     )
     parser.add_argument(
         "--data-dir",

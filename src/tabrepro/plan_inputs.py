@@ -1,7 +1,7 @@
 """What the compute plan is built from: dataset shapes, and the jobs measured so far.
 
 Dataset shapes come, first match wins, from a prepared table's schema.json (in the data
-directories given), from a facts file (docs/scale/dataset-facts.json: shapes recorded from
+directories given), from a facts file (records/scale/dataset-facts.json: shapes recorded from
 prepared tables and from the scale benchmark's stand-ins, so a fresh clone needs no data), or
 from the registry's expected rows and features; datasets the registry gives no size for (the
 OpenML suites) use approximate published sizes, marked as such. Split sizes follow the protocol's
@@ -39,16 +39,16 @@ __all__ = [
     "split_sizes",
 ]
 
-DEFAULT_FACTS_FILE = REPO_ROOT / "docs" / "scale" / "dataset-facts.json"
-DEFAULT_BENCH_DIR = REPO_ROOT / "docs" / "scale"
+DEFAULT_FACTS_FILE = REPO_ROOT / "records" / "scale" / "dataset-facts.json"
+DEFAULT_BENCH_DIR = REPO_ROOT / "records" / "scale"
 
 
 def default_results_dirs() -> tuple[Path, ...]:
-    """The committed records' results and the jobs measured on lent GPUs (docs/gpu/*/results),
+    """The committed runs' results and the jobs measured on GPUs (records/gpu/*/results),
     looked up at each call: `tabrepro record` adds one and then regenerates the plan block in the
     same process."""
-    docs = REPO_ROOT / "docs"
-    return tuple(sorted(docs.glob("records/*/results"))) + tuple(sorted(docs.glob("gpu/*/results")))
+    records = REPO_ROOT / "records"
+    return tuple(sorted(records.glob("runs/*/results"))) + tuple(sorted(records.glob("gpu/*/results")))
 
 
 # Registry entries without a published size (OpenML tasks resolved at fetch time): approximate

@@ -20,8 +20,9 @@
     tabrepro sparsity PAPER DATASET MODEL --fold K [K ...]   feature-sparsity curves (BiSHop Fig. 4.1)
     tabrepro sparsity-plot [PAPER]               average the feature-sparsity curves: CSV, PNG, summary
     tabrepro report [--output-dir DIR]           the static HTML report of the whole run
-    tabrepro record [NAME] [--wall-time S]       copy the run into docs/records/NAME; regenerate the
-                                                 README's records block and docs/reproduction.md's table
+    tabrepro record [NAME] [--wall-time S]       copy the run into records/runs/NAME; regenerate the
+                                                 README's summary, docs/results/records.md and
+                                                 docs/reproduction.md's table
     tabrepro record --check                      are both current, and has every differing cell a cause?
     tabrepro record NAME --restore               put record NAME's results back into the run (to continue it)
     tabrepro plan [--compare]                    the profile's compute plan: configurations, fits, CPU-/GPU-
