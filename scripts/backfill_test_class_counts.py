@@ -82,7 +82,7 @@ def backfill(params: Params, record_dir: Path, protocols: Mapping[str, str]) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("record", help="the record's name under docs/records")
+    parser.add_argument("record", help="the record's name under records/runs")
     parser.add_argument("--params", type=Path, default=DEFAULT_PARAMS_FILE)
     parser.add_argument("--protocol", action="append", default=[], help="PAPER=PROTOCOL the record ran under")
     parser.add_argument("--records-dir", type=Path, default=RECORDS_DIR)

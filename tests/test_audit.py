@@ -84,7 +84,7 @@ def _update(workspace: Path, check: bool = False) -> list[str]:
 def test_committed_records_are_fully_audited():
     """Fails when a record has a `differs` cell without a cause, a cause is stale, or the doc is not regenerated."""
     problems = update_audit(
-        REPO / "docs" / "reproduction.md", REPO / "docs" / "audit.yaml", REPO / "docs" / "records", check=True
+        REPO / "docs" / "reproduction.md", REPO / "docs" / "audit.yaml", REPO / "records" / "runs", check=True
     )
     assert problems == [], "\n".join(problems)
 

@@ -180,7 +180,7 @@ def test_configs_prints_the_candidates_the_recorded_quick_run_trained(capsys):
     """`tabrepro configs` against the committed quick record: for every job run under today's
     parameters (same digest), the candidate count and the selected configuration agree."""
     params = Params.from_file(REPO / "params.yaml", profile="quick")
-    records = sorted((REPO / "docs/records/quick/results").glob("*/*/*/fold*/metrics.json"))
+    records = sorted((REPO / "records/runs/quick/results").glob("*/*/*/fold*/metrics.json"))
     checked, printed = 0, {}
     for path in records:
         result = json.loads(path.read_text())

@@ -111,7 +111,7 @@ BLOCK = RunsBlock(
     description="Render docs/results/scale.md's full-size stage x dataset table from committed runs.",
     runs_help="JSON files written by python -m benchmarks.scale.bench --json",
     page=Path("docs/results/scale.md"),
-    runs_glob="docs/scale/bench-*.json",
+    runs_glob="records/scale/bench-*.json",
     what="full-size scale",
 )
 update_page = BLOCK.update_page  # (page, run files, check=False) -> whether the block is current
