@@ -260,7 +260,7 @@ def test_a_knn_job_stopped_in_a_long_prediction_goes_on_with_the_next_piece(prep
     saved pieces go with its saved scores."""
     import tabrepro.models.knn as knn
     import tabrepro.training as training
-    from tabrepro.models.base import EstimatorModel
+    from tabrepro.models.estimator import EstimatorModel
 
     _, _, params, _, _ = prepared
     job = Job("npt", "breast_cancer", "knn", 0)

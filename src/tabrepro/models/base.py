@@ -60,15 +60,6 @@ __all__ = [
 _FLOAT_DTYPES = (np.float64, np.float32)
 
 
-# The partial implementations live in their own modules (which import this one); an import of
-# one of them from here is answered on first use.
-_SUBCLASS_MODULES = {
-    "EstimatorModel": "tabrepro.models.estimator",
-    "TorchModel": "tabrepro.models.torch_model",
-    "EarlyStopper": "tabrepro.models.early_stopping",
-}
-
-
 def __getattr__(name: str) -> Any:
     """`NotFittedError` is scikit-learn's own, looked up on first use (PEP 562) so that importing
     this module does not import scikit-learn; `except NotFittedError` thus also catches what
@@ -77,10 +68,6 @@ def __getattr__(name: str) -> Any:
         from sklearn.exceptions import NotFittedError
 
         return NotFittedError
-    if name in _SUBCLASS_MODULES:
-        import importlib
-
-        return getattr(importlib.import_module(_SUBCLASS_MODULES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
