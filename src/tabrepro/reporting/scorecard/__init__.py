@@ -9,7 +9,7 @@ quotes from other papers keep a verdict but are counted apart; rows the paper do
 data), `not run` with the reason found on disk (context.py: the dataset's fetch error, the
 profile's `not_run` entry, a failed job's log, nothing run yet), or `inconclusive` with how many
 runs of ours would decide it. judge.py builds the card; card.py holds it and its tallies.
-Rendering lives in scorecard_markdown.py.
+Rendering lives in tabrepro.reporting.scorecard_markdown.
 
 Outputs carry no timestamps, so DVC sees summary.json change only when a verdict changes.
 """

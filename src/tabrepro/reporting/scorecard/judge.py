@@ -303,7 +303,7 @@ def build_scorecard(
 
     `logs_dir` is where the workflow's logs lie (default: `logs/` beside params.yaml, where
     Snakemake writes them). Raises ScorecardError for an unknown paper or one the profile does
-    not select, and ResultsError (tables.py) for a stale or malformed metrics.json.
+    not select, and ResultsError (tabrepro.reporting.tables) for a stale or malformed metrics.json.
     """
     if logs_dir is None:
         logs_dir = params.logs_dir
