@@ -7,9 +7,9 @@
 #   scripts/gpu_checks.sh OUT_DIR NPT_REPO BISHOP_REPO
 #
 # Runs from the repository root with the machine's own python3 and torch (src/ and the root, for
-# benchmarks/, on PYTHONPATH: no install, so a machine without package registries can run it). Each stage has a time limit and
-# writes its log and JSON into OUT_DIR as it goes; a stage that fails or runs out does not stop
-# the next. Exit status: the number of stages that failed.
+# benchmarks/, on PYTHONPATH: no install, so a machine without package registries can run it).
+# Each stage has a time limit and writes its log and JSON into OUT_DIR as it goes; a stage that
+# fails or runs out does not stop the next. Exit status: the number of stages that failed.
 #
 # Environment: PYTHON (default python3), STAGES (default "test_cuda versus precision"; `steps` and
 # `jobs` are opt-in), each stage's limit in seconds (TEST_LIMIT, VERSUS_LIMIT, PRECISION_LIMIT,
@@ -18,21 +18,18 @@
 # laid out like ../shared/datasets).
 # Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
 # commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
-# measured GPU jobs that calibrate the plan's GPU-hours (docs/gpu/*/results). The lent machines'
-# image lacks some of the package's dependencies: carry wheels of jsonschema (with
-# jsonschema-specifications, referencing, rpds-py), liac-arff, xlrd, pytorch-tabnet,
-# rtdl_revisiting_models, entmax (the tests' reference sparsemax), and the pinned pandas and
-# scikit-learn (docs/gpu/2026-11-27-h100-session25, -session28).
+# measured GPU jobs that calibrate the plan's GPU-hours (records/gpu/*/results). A lent machine's
+# image may lack some of the package's dependencies: carry wheels of those it lacks (e.g.
+# jsonschema with its dependencies, liac-arff, xlrd, pytorch-tabnet, rtdl_revisiting_models,
+# entmax for the tests, the pinned pandas and scikit-learn) and install them with --no-deps.
 # TABREPRO_DECLARED_COMMIT (the commit of the copied tree): when set, the package's provenance
-# records it and does not read the tree's .git (GIT_DIR points nowhere): a lent machine's copy may
-# hold .git from an older commit than its files (session 28: the session's first, read as "+dirty").
+# records it and does not read the tree's .git (GIT_DIR points nowhere), which may be older than
+# the copied files.
 # NPT_REPO and BISHOP_REPO must lie outside this repository (the benchmark refuses its own tree):
 # on a lent GPU machine, carry them in an ignored folder and copy it to /tmp first.
-# Measured (docs/gpu/2026-11-26-h200*, docs/gpu/2026-11-26-h100): test_cuda ~20 s; versus 80-105 s
-# per round (each run a fresh process that initialises CUDA; 286 s for 3 rounds on an H100);
-# precision per fit: breast cancer NPT 54-84 s (1,000 steps), BiSHop 27-45 s; digits NPT 124-145 s,
-# BiSHop 105 s.
-# All three do not fit one 10-minute call: split them by STAGES.
+# Stage times (records/gpu/*/call-*/*.log): test_cuda well under a minute; versus a few minutes
+# for 3 rounds (each run a fresh process that initialises CUDA); precision one to a few minutes per
+# fit, digits the longest. All three do not fit one 10-minute call: split them by STAGES.
 set -u
 out=${1:?OUT_DIR}; npt_repo=${2:?NPT_REPO}; bishop_repo=${3:?BISHOP_REPO}
 mkdir -p "$out"

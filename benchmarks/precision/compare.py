@@ -18,9 +18,8 @@ heads, LR 5e-4, half flat then cosine, the whole table as one batch), `--npt-ste
 validated every 10. BiSHop: its defaults, `--bishop-epochs` epochs, early stopping as configured.
 
 On a CPU without native bfloat16 arithmetic (AVX-512 BF16 or AMX), bf16 matrix products are
-emulated and a bf16 fit runs many times slower than fp32 (on an AVX2-only EPYC, one NPT-Small
-bf16 step had not finished after 40 s; fp32 steps took ~2 s): compare there only to check the
-numbers, on a GPU for the times.
+emulated and a bf16 fit runs many times slower than fp32: compare there only to check the
+numbers, on a GPU or a CPU with bf16 arithmetic for the times.
 
 Results go to --json after every fit (atomically), so an interrupted run keeps what it finished.
 Bad input (an unknown data set or model, --device cuda without a GPU) is one line and exit 2.

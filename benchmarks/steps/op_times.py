@@ -8,8 +8,9 @@ configuration), runs the warm-up steps and `--steps` untimed ones, then `--steps
 around every aten call (a `TorchDispatchMode`). On a CPU each call finishes before it returns, so
 the calls' times add up to the step less Python's own work. Prints the step times, the matrix
 products' share and GFLOP/s in place, and the operations and operation-shape pairs that took
-longest. Made for CPUs on which `torch.profiler`'s self times mislead: on session 43's AVX-512 EPYC
-it put GELU at 134 ms of BiSHop's step where this clock read 23 ms (docs/speed.md). CPU only.
+longest. Made for CPUs on which `torch.profiler`'s self times mislead: on an AVX-512 EPYC it
+inflates element-wise work (GELU above all) far beyond what this clock reads (docs/speed.md).
+CPU only.
 """
 
 from __future__ import annotations

@@ -2,16 +2,13 @@
 `batched_matmul`) and attention with dropout and a hand-written backward (`attention`).
 
 PyTorch runs fp32 matrix products on MKL's sgemm, which on AMD CPUs uses its AVX2 kernels; oneDNN
-uses AVX-512 where the CPU has it. On the AVX-512 EPYC of the speed records (Zen 4, session 43, 2
-threads) its square products ran at 214-216 GFLOP/s against MKL's 152-188, while NPT's and BiSHop's
-whole training steps took the same time through either (an earlier machine of the type, with
-earlier code, had measured oneDNN ~2x faster on the models' products). On a CPU with AVX2 only, MKL's
-GEMMs were the faster ones (NPT's and BiSHop's training steps ~15 % faster through MKL on an AVX2
-AMD EPYC), so the models' default `onednn_linear="auto"` takes oneDNN only where torch runs
-AVX-512 kernels (`use_onednn`); True and False force one library. None of this changes the
-mathematics (results differ in the last bits). Used by NPT (tabrepro.npt.model) and BiSHop
-(tabrepro.bishop.model).
-"""
+uses AVX-512 where the CPU has it. On an AVX-512 CPU oneDNN's square products are the faster ones
+and the models' whole training steps take the same time through either; on a CPU with AVX2 only
+MKL's GEMMs are faster and so are the training steps through them. So the models' default
+`onednn_linear="auto"` takes oneDNN only where torch runs AVX-512 kernels (`use_onednn`); True and
+False force one library (docs/speed.md, "Which GEMM library"; `python -m benchmarks.versus`
+measures it). None of this changes the mathematics (results differ in the last bits). Used by NPT
+(tabrepro.npt.model) and BiSHop (tabrepro.bishop.model)."""
 
 from __future__ import annotations
 
@@ -132,9 +129,9 @@ def batched_matmul(a: Tensor, b: Tensor, onednn: bool) -> Tensor:
     """a @ b over the last two dimensions; one oneDNN GEMM per matrix when there are few.
 
     Attention between datapoints multiplies n_heads large matrices (e.g. 8 of 569 x 569): there
-    oneDNN's AVX-512 GEMM, one matrix at a time, beat MKL's batched one by 10-16 % on the AVX-512
-    EPYC in session 43 (~2x on an earlier machine of the type). Attention between attributes has
-    n * n_heads tiny matrices, where a single batched call is better.
+    oneDNN's AVX-512 GEMM, one matrix at a time, is faster than MKL's batched one on an AVX-512
+    CPU. Attention between attributes has n * n_heads tiny matrices, where a single batched call
+    is better.
     """
     lead = a.shape[:-2]
     count = math.prod(lead)

@@ -50,8 +50,8 @@ class NPTConfig(ConfigDictMixin):
     n_inducing: int = 32  # m, used by datapoint_attention="isab" only
     layer_norm_eps: float = 1e-5  # paper silent; PyTorch default
     # Implementation only: fp32 Linear layers on CPU through oneDNN (True) or MKL (False); same
-    # math, last-bit differences. "auto": oneDNN where the CPU runs AVX-512 (~2x faster GEMMs
-    # there), MKL on AVX2-only CPUs (faster there). See tabrepro.nn.kernels.use_onednn.
+    # math, last-bit differences. "auto": oneDNN where the CPU runs AVX-512 (faster GEMMs there),
+    # MKL on AVX2-only CPUs (faster there). See tabrepro.nn.kernels.use_onednn.
     onednn_linear: bool | Literal["auto"] = "auto"
     # Implementation only: keep only each block's input for the backward pass and recompute the
     # block's activations there, replaying its dropout masks (tabrepro.nn.dropout.recomputed).
