@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import load_script
@@ -33,3 +35,30 @@ def test_a_case_that_is_not_dataset_and_model_is_refused(script, tmp_path, capsy
     out = tmp_path / "bias.json"
     assert script.main(["--cases", case, "--out", str(out)]) == 2
     assert case in capsys.readouterr().err and not out.exists()
+
+
+def test_the_audit_page_holds_the_block_rendered_from_the_committed_record(script):
+    from conftest import REPO
+
+    argv = ["--out", str(REPO / "records/selection_bias/datasets_i.json"), "--doc", str(REPO / "docs/reproduction.md")]
+    assert script.main([*argv, "--check"]) == 0, "run `python scripts/selection_bias.py --doc` to regenerate it"
+
+
+def test_a_stale_block_is_reported_and_rewritten(script, tmp_path):
+    record = {
+        "cases": {
+            "qsar:xgboost": {
+                "metric": "auroc",
+                "n_configs": 2,
+                "n_test": 106,
+                "by_budget": {"2": {"picked_on_val": 0.9, "picked_on_test": 0.95, "gain": 0.05}},
+            }
+        }
+    }
+    (tmp_path / "bias.json").write_text(json.dumps(record))
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\nrest\n")
+    argv = ["--out", str(tmp_path / "bias.json"), "--doc", str(doc)]
+    assert script.main([*argv, "--check"]) == 1
+    assert script.main(argv) == 0 and script.main([*argv, "--check"]) == 0
+    assert "| qsar | xgboost | 106 | 90.00 | 95.00 | +5.00 |" in doc.read_text()
