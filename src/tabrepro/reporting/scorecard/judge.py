@@ -21,7 +21,7 @@ from tabrepro.reporting.scorecard.card import (
 )
 from tabrepro.reporting.scorecard.context import PaperContext, partial_note
 from tabrepro.reporting.scorecard.sides import ours_side, paper_side
-from tabrepro.reporting.tables import Cell, TableView, build_view, dataset_group
+from tabrepro.reporting.tables.views import Cell, TableView, build_view, dataset_group, rank_paper_metric
 from tabrepro.reporting.verdicts import (
     DIFFERS,
     INCONCLUSIVE,
@@ -209,7 +209,7 @@ def _rank_cells(ctx: PaperContext, key: str, view: TableView) -> list[_Draft]:
             cell = view.cells[(method, task)]
             if cell.paper is None and cell.ours_mean is None:
                 continue
-            cell = replace(cell, metric=_paper_metric(table_cfg, task))
+            cell = replace(cell, metric=rank_paper_metric(task, table_cfg.get("paper_metrics") or {}))
             draft = _Draft(_base(ctx, key, task, method, _model_of(method, labels), cell))
             draft.fields["n_expected"] = len(datasets)
             if gap is not None or cell.ours_mean is None or cell.paper is None:
@@ -221,10 +221,6 @@ def _rank_cells(ctx: PaperContext, key: str, view: TableView) -> list[_Draft]:
             paper = Side(cell.paper.value, paper_se, None, "the paper's ± (SE)" if paper_se else "none given")
             drafts.append(_compared(draft, ours, paper, cell.metric, ctx.rules))
     return drafts
-
-
-def _paper_metric(table_cfg: Mapping[str, Any], task: str) -> str:
-    return (table_cfg.get("paper_metrics") or {}).get(task, f"rank_{task}")
 
 
 def _rank_gap(ctx: PaperContext, task: str, metric: str, datasets: list[str], methods: list[str]) -> str | None:

@@ -265,14 +265,14 @@ def _rank_view(
     paper_only = [
         method
         for task in rank_metrics
-        for method in reference_methods(paper, reference_id, _paper_metric(task, paper_metrics), source=source)
+        for method in reference_methods(paper, reference_id, rank_paper_metric(task, paper_metrics), source=source)
     ]
     ours = [method for table in ranks.values() for method in table["method"]]
     methods = _method_order(paper_cfg.get("models", {}), ours, paper_only)
     cells: dict[tuple[str, str], Cell] = {}
     rows: list[dict[str, Any]] = []
     for task in rank_metrics:
-        paper_metric = _paper_metric(task, paper_metrics)
+        paper_metric = rank_paper_metric(task, paper_metrics)
         rows.extend(_per_dataset_rank_rows(key, ranks[task], paper_metric))
         for method in methods:
             cell = _rank_cell(ranks[task], paper, reference_id, method, paper_metric, source)
@@ -289,7 +289,8 @@ def _rank_view(
     )  # fmt: skip
 
 
-def _paper_metric(task: str, paper_metrics: Mapping[str, str]) -> str:
+def rank_paper_metric(task: str, paper_metrics: Mapping[str, str]) -> str:
+    """The reference CSV's metric for a task type's rank (a rank table's `paper_metrics`)."""
     return paper_metrics.get(task, f"rank_{task}")
 
 
