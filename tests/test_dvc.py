@@ -250,3 +250,17 @@ def test_repro_push_clone_pull_and_selective_reruns(tmp_path):
     run(["dvc", "push"], clone, env)
     assert any(elsewhere.rglob("*")) and (clone / ".dvc/config.local").is_file()
     assert run([GIT, "status", "--porcelain", "--", ".dvc"], clone, env).stdout == ""  # git-ignored
+
+
+def test_dvc_yaml_command_says_when_the_paper_blocks_are_stale_and_rewrites_them(tmp_path, capsys):
+    from tabrepro.cli import main
+
+    dvc_file = tmp_path / "dvc.yaml"
+    current = (REPO / "dvc.yaml").read_text()
+    dvc_file.write_text(current.replace("- papers.bishop.datasets\n", "", 1))  # a paper's line lost
+    argv = ["--params", str(REPO / "params.yaml"), "dvc-yaml", "--dvc-file", str(dvc_file)]
+    with pytest.raises(SystemExit) as stale:
+        main([*argv, "--check"])
+    assert stale.value.code == 1 and "stale blocks data-params" in capsys.readouterr().err
+    assert main(argv) in (0, None) and dvc_file.read_text() == current
+    assert main([*argv, "--check"]) in (0, None) and "current" in capsys.readouterr().out

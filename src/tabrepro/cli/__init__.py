@@ -6,6 +6,7 @@
                                                  come from, models, profiles with their job counts
     tabrepro jobs                                list every job of the active profile
     tabrepro configs PAPER DATASET MODEL [--json]   the candidate configurations a job will run
+    tabrepro dvc-yaml [--check]                  dvc.yaml's per-paper lines rewritten from params.yaml
     tabrepro fetch DATASET [--mirror M] [--refresh]   download + verify a registry dataset into data/raw/
     tabrepro prepare DATASET                     parse raw files (or the embedded copy) into a table
     tabrepro split PAPER DATASET                 write the paper's fixed splits for a dataset

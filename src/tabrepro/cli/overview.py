@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, job_of, load_params
 from tabrepro.config import ParamsError
@@ -89,8 +90,23 @@ def cmd_configs(args: argparse.Namespace) -> None:
         print(f"{label}\t{json.dumps(config)}")
 
 
+def cmd_dvc_yaml(args: argparse.Namespace) -> None:
+    """Rewrite dvc.yaml's per-paper blocks from params.yaml's papers (a paper added or removed)."""
+    from tabrepro.dvc_blocks import update_dvc_yaml
+
+    params = load_params(args)
+    changed = update_dvc_yaml(params.raw, args.dvc_file, check=args.check)
+    if not changed:
+        print(f"{args.dvc_file}: its paper blocks are current")
+    elif args.check:
+        print(f"{args.dvc_file}: stale blocks {', '.join(changed)}; run `tabrepro dvc-yaml`", file=sys.stderr)
+        sys.exit(1)
+    else:
+        print(f"{args.dvc_file}: rewrote blocks {', '.join(changed)}")
+
+
 def register(add: AddCommand) -> None:
-    """The `validate`, `list`, `jobs` and `configs` subcommands and their options."""
+    """The `validate`, `list`, `jobs`, `configs` and `dvc-yaml` subcommands and their options."""
     add("validate", cmd_validate, "check params.yaml and summarise the active profile")
     p = add(
         "list",
@@ -110,3 +126,6 @@ def register(add: AddCommand) -> None:
     p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
     p.add_argument("model", help="a model name, e.g. xgboost or npt")
     p.add_argument("--json", action="store_true", help="one JSON list of the configurations, nothing else")
+    p = add("dvc-yaml", cmd_dvc_yaml, "rewrite dvc.yaml's per-paper lines from params.yaml's papers")
+    p.add_argument("--check", action="store_true", help="only say whether they are current (exit 1 if not)")
+    p.add_argument("--dvc-file", type=Path, default=Path("dvc.yaml"), help="the file to update (default: dvc.yaml)")
