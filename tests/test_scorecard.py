@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import tiny_profile, write_params
+from conftest import REPO, tiny_profile, write_params
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
@@ -343,3 +343,37 @@ def test_report_shows_the_scorecard_first(workspace, tmp_path):
     summary_file.unlink()
     assert tabrepro_main(["--params", params_file, "report", "--output-dir", str(tmp_path / "r3")]) == 0
     assert "has not been written: run `tabrepro scorecard`" in (tmp_path / "r3" / INDEX).read_text(encoding="utf-8")
+
+
+def test_a_model_checked_against_the_authors_code_says_so_on_its_cells(tmp_path):
+    from tabrepro.config import Params
+    from tabrepro.reporting.scorecard.card import ScorecardError
+    from tabrepro.reporting.scorecard.context import _implementation_summary
+
+    metric = {"verdict": "reproduced", "ours": {"n": 3}}
+    record = {
+        "case": "npt_breast_cancer",
+        "settings": {"seeds": 10},
+        "summary": {
+            "complete": False,
+            "metrics": {"auroc": metric, "nll": {**metric, "verdict": "inconclusive: Δ has no spread"}},
+        },
+    }
+    done = tmp_path / "done.json"
+    done.write_text(json.dumps(record))
+    assert _implementation_summary(done) == (
+        "checked against the authors' implementation (done.json, case npt_breast_cancer): "
+        "auroc reproduced, nll inconclusive (3 of 10 seeds, incomplete)"
+    )
+    idle = tmp_path / "idle.json"
+    idle.write_text(json.dumps({"case": "bishop_qsar", "not_run": "not run: needs hours"}))
+    assert _implementation_summary(idle).endswith("case bishop_qsar): not run: needs hours")
+    assert _implementation_summary(tmp_path / "missing.json").endswith("missing.json, which is not here")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ScorecardError, match="bad.json"):
+        _implementation_summary(tmp_path / "bad.json")
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = Params(raw, source=str(tmp_path / "params.yaml"))
+    checks = params.paper("npt")["implementation_checks"]
+    assert checks == {"npt": str(tmp_path / raw["papers"]["npt"]["implementation_checks"]["npt"])}

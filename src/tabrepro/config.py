@@ -409,12 +409,17 @@ class Params:
     def paper(self, paper: str) -> dict:
         """The paper's entry; its `models` (methods and their labels) gain the extensions the active
         profile selects, so that tables, scorecard and report show them as rows of their own, and
-        its own `reference` CSV, if it names one, becomes a path from the working directory."""
+        the files it names (its own `reference` CSV, `implementation_checks`) become paths from the
+        working directory."""
         if paper not in self.raw["papers"]:
             raise ParamsError(f"{self.source}: unknown paper {paper!r}" + _did_you_mean(paper, self.raw["papers"]))
         cfg = self.raw["papers"][paper]
+        here = Path(self.source).parent
         if "reference" in cfg:  # the paper's own reference CSV, named relative to params.yaml
-            cfg = {**cfg, "reference": str(Path(self.source).parent / cfg["reference"])}
+            cfg = {**cfg, "reference": str(here / cfg["reference"])}
+        if "implementation_checks" in cfg:  # records of ours against the authors' code, likewise
+            checks = {model: str(here / path) for model, path in cfg["implementation_checks"].items()}
+            cfg = {**cfg, "implementation_checks": checks}
         extensions = cfg.get("extensions") or {}
         selected = self.profile["papers"].get(paper, {}).get("models", [])
         chosen = {} if selected == "all" else {m: extensions[m] for m in selected if m in extensions}

@@ -3,6 +3,7 @@ fetch records; and why a cell has no result (the reason found on disk)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ class PaperContext:
         for result in self.results:
             self.by_job.setdefault((result["dataset"], result["model"]), {})[result["fold"]] = result
         self._fetch: dict[str, FetchStatus | None] = {}
+        self._checks: dict[str, str] = {}
 
     def fetch_status(self, dataset: str) -> FetchStatus | None:
         source = self.params.source_of(self.paper, dataset)
@@ -60,6 +62,16 @@ class PaperContext:
         if status is None or getattr(status, "verified", True):
             return None
         return "data fetched without a pinned or independent checksum (unverified)"
+
+    def implementation_note(self, model: str | None) -> str | None:
+        """What the model's check against the authors' implementation found (params.yaml
+        `implementation_checks`), so that a reader of a cell sees whether the model is theirs."""
+        path = (self.cfg.get("implementation_checks") or {}).get(model) if model else None
+        if path is None:
+            return None
+        if path not in self._checks:
+            self._checks[path] = _implementation_summary(Path(path))
+        return self._checks[path]
 
     def stale_note(self, dataset: str, model: str | None) -> str | None:
         """A note when a frozen record's results were run under other parameters than params.yaml's."""
@@ -166,3 +178,24 @@ def partial_note(runs: Runs) -> str | None:
     if not_yet:
         parts.append(f"{not_yet} not run yet")
     return f"folds missing: {len(runs.present)} of {len(runs.expected)} have results ({'; '.join(parts)})"
+
+
+def _implementation_summary(path: Path) -> str:
+    """One line of a fidelity record: each metric's verdict, and on how many seeds it rests."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:  # a params.yaml copied without the records beside it
+        return f"checked against the authors' implementation in {path}, which is not here"
+    except (OSError, ValueError) as error:
+        raise ScorecardError(f"{path}: cannot read the implementation check: {error}") from None
+    head = f"checked against the authors' implementation ({path.name}, case {record.get('case')})"
+    if record.get("not_run"):
+        return f"{head}: {record['not_run']}"
+    metrics = (record.get("summary") or {}).get("metrics") or {}
+    if not metrics:
+        return f"{head}: no seed finished on both sides yet"
+    verdicts = ", ".join(f"{name} {str(m.get('verdict', '?')).split(':')[0]}" for name, m in sorted(metrics.items()))
+    seeds = min(int(m["ours"]["n"]) for m in metrics.values())
+    planned = (record.get("settings") or {}).get("seeds")
+    over = f"{seeds} of {planned} seeds" if planned else f"{seeds} seeds"
+    return f"{head}: {verdicts} ({over}{'' if record['summary'].get('complete') else ', incomplete'})"

@@ -161,7 +161,9 @@ def _dataset_cell(
     if substitute:
         notes.append(substitute)
         draft.comparable = False
-    notes += [n for n in (ctx.unverified_note(dataset), ctx.stale_note(dataset, model)) if n]
+    notes += [
+        n for n in (ctx.unverified_note(dataset), ctx.stale_note(dataset, model), ctx.implementation_note(model)) if n
+    ]
     reason = ctx.not_run_reason(dataset, model)
     expected = model is not None and ctx.expects(dataset, model)
     if expected:
