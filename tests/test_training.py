@@ -13,7 +13,8 @@ from conftest import tiny_profile
 from conftest import write_params as write_profile
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
-from tabrepro.training import run_config_batch, run_config_job, run_job, select_config
+from tabrepro.config_jobs import run_config_batch, run_config_job, select_config
+from tabrepro.training import run_job
 
 
 def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:

@@ -2,14 +2,14 @@
 
 Selection sees validation rows only; the test rows are scored exactly once, with the configuration
 that won on validation. Everything random is seeded from params.yaml's root seed and the job's
-names, so a job gives the same result wherever and whenever it runs.
+names, so a job gives the same result wherever and whenever it runs. Models tuned in one process
+(the CPU baselines) run here; those with one job per configuration, in tabrepro.config_jobs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import logging
 import os
@@ -23,20 +23,19 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tabrepro.config import Job, Params, ParamsError
+from tabrepro.config import Job, Params
 from tabrepro.data.table import load_table, release_arrow_memory
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
-from tabrepro.io import atomic_write, remove_stale_temps, set_aside, write_json
-from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
+from tabrepro.io import remove_stale_temps, set_aside, write_json
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
 from tabrepro.provenance import peak_memory_mb, provenance, reset_peak_memory
 from tabrepro.seeding import derive_seed
 from tabrepro.splits import Split, SplitError, fold_path, load_split
-from tabrepro.tuning import job_configs, select_best, variant_names
+from tabrepro.tuning import job_configs, select_best
 
 log = logging.getLogger(__name__)
 
@@ -454,7 +453,8 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
     return {"test_repeats": runs} if len(runs) > 1 else {}
 
 
-# ------------------------------------------------------------------ one job per configuration
+# ------------------------------------------------------------------ resumable state on disk
+# (one job per configuration, NPT's and BiSHop's, is tabrepro.config_jobs)
 STATE_DIR = "state"
 TUNING_DIR = "tuning"  # under STATE_DIR of an in-job search's directory (ScoredConfigurations)
 FINISHED_FILE = "finished.json"  # under STATE_DIR: a fold's result until its train_folds job ends
@@ -462,206 +462,11 @@ REPEAT_FILE = "repeat.json"  # under a repeat's state directory: its test metric
 KEEP_STATE_ENV = "TABREPRO_KEEP_STATE"  # =1: keep finished configurations' state (as --keep-state)
 
 
-def run_config_job(
-    params: Params, job: Job, config_index: int, out_dir: Path, *, n_jobs: int = 1, keep_state: bool | None = None
-) -> dict:
-    """Train one configuration (e.g. one NPT variant) and store its validation score.
-
-    Writes predictions.npz (validation and test outputs, no labels), weights.pt and, last,
-    result.json. The test outputs are not scored here: `select_config` scores only the winner's.
-    Resumable state lives in out_dir/state, which the workflow does not declare as an output; it
-    is removed once result.json is written (NPT's is tens of MB and more), unless `keep_state`
-    (None: unless the environment sets KEEP_STATE_ENV=1).
-    """
-    started = time.perf_counter()
-    data = load_fold(params, job)
-    configs = job_configs(params, job, data.task)
-    _check_config_index(params, job, config_index, len(configs))
-    return _train_config(params, job, data, configs, config_index, Path(out_dir), n_jobs, started, keep_state)
-
-
-def run_config_batch(
-    params: Params, job: Job, indices: range, *, n_jobs: int = 1, progress: bool = False, keep_state: bool | None = None
-) -> dict:
-    """Train configurations `indices` one after another (a `train_batch` job); returns its manifest.
-
-    Each configuration writes its own directory as `run_config_job` does. A configuration whose
-    result there was written under the same parameters is kept, not retrained, so a batch that
-    was interrupted (or re-sized) redoes only what is missing; an interrupted configuration
-    resumes from its state file.
-    """
-    data = load_fold(params, job)
-    configs = job_configs(params, job, data.task)
-    for index in (indices[0], indices[-1]):
-        _check_config_index(params, job, index, len(configs))
-    entries = []
-    for index in tqdm(indices, desc=f"{job.model} configurations", disable=not progress, unit="config"):
-        started = time.perf_counter()
-        out_dir = params.config_dir(job, index)
-        result = _finished_result(params, job, out_dir, configs[index])
-        reused = result is not None
-        if result is None:
-            result = _train_config(params, job, data, configs, index, out_dir, n_jobs, started, keep_state)
-        entries.append(
-            {
-                "config_index": index,
-                "variant": result.get("variant"),
-                "reused": reused,
-                "wall_time_s": result["wall_time_s"],
-                "val": result["metrics"]["val"],
-                "result": str(out_dir / RESULT_FILE),
-            }
-        )
-    return {
-        "paper": job.paper,
-        "dataset": job.dataset,
-        "model": job.model,
-        "fold": job.fold,
-        "configs": [indices[0], indices[-1] + 1],
-        "params_digest": params.job_digest(job),
-        "results": entries,
-    }
-
-
-def _check_config_index(params: Params, job: Job, index: int, n_configs: int) -> None:
-    if not 0 <= index < n_configs:
-        raise ParamsError(
-            f"config {index} out of range: {job.model} has {n_configs} configuration(s) "
-            f"for {job.paper}/{job.dataset} in profile {params.profile_name!r}"
-        )
-
-
-def _finished_result(params: Params, job: Job, out_dir: Path, config: dict) -> dict | None:
-    """The configuration's stored result if it is complete and was written under these parameters."""
-    path = out_dir / RESULT_FILE
-    if not path.is_file() or not (out_dir / PREDICTIONS_FILE).is_file():
-        return None
-    result = json.loads(path.read_text())
-    same = result.get("params_digest") == params.job_digest(job) and result.get("config") == json.loads(
-        json.dumps(config, default=_jsonable)
-    )
-    if not same or (result.get("weights") and not (out_dir / WEIGHTS_FILE).is_file()):
-        return None
-    return result
-
-
-def _train_config(
-    params: Params,
-    job: Job,
-    data: FoldData,
-    configs: list[dict],
-    index: int,
-    out_dir: Path,
-    n_jobs: int,
-    started: float,
-    keep_state: bool | None = None,
-) -> dict:
-    config = configs[index]
-    state = _state_dir(out_dir, params, data, config)
-    model = _fit_config(params, job, data, index, config, n_jobs=n_jobs, work_dir=state)
-    va, te = data.split.val, data.split.test
-    val_outputs = model_outputs(model, data.task, data.X[va])
-    test_outputs = model_outputs(model, data.task, data.X[te])
-    buffer = io.BytesIO()
-    np.savez(buffer, val=val_outputs, test=test_outputs)
-    atomic_write(out_dir / PREDICTIONS_FILE, buffer.getvalue())
-    has_weights = model.save_weights(out_dir / WEIGHTS_FILE)
-    variants = variant_names(params.search_space(job.paper, job.dataset, job.model))
-    result = {
-        **_record(params, job, data, started, n_jobs),
-        "config_index": index,
-        "variant": variants[index] if variants else None,
-        "config": config,
-        "metrics": {"val": outputs_metrics(data.task, val_outputs, data.y[va], data.target)},
-        "fit_info": model.fit_info_,
-        "weights": WEIGHTS_FILE if has_weights else None,
-    }
-    write_result(result, out_dir / RESULT_FILE)
-    if not (os.environ.get(KEEP_STATE_ENV) == "1" if keep_state is None else keep_state):
-        _drop_state(state)
-    return result
-
-
 def _drop_state(state: Path) -> None:
     """A finished configuration's resumable state, and the state directory once it is empty."""
     shutil.rmtree(state, ignore_errors=True)
     with contextlib.suppress(OSError):
         state.parent.rmdir()
-
-
-def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> Path:
-    """Resumable state, keyed by what the training trajectory depends on.
-
-    A changed configuration, seed or split starts from step 0 in a fresh directory instead of
-    refusing to resume (or, worse, resuming) from state written for other settings.
-    """
-    key = json.dumps(
-        {"config": config, "seed": params.seed, "split": data.split.sha256}, sort_keys=True, default=_jsonable
-    )
-    return out_dir / STATE_DIR / hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) -> dict:
-    """Pick the configuration with the best validation score; score its test outputs once.
-
-    With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
-    resumably, and the reported test metric is the mean over all its runs.
-    """
-    started = time.perf_counter()
-    data = load_fold(params, job)
-    n = params.n_configs(job.paper, job.dataset, job.model)
-    digest = params.job_digest(job)
-    results = []
-    for c in range(n):
-        path = params.config_dir(job, c) / RESULT_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_batch job first)")
-        result = json.loads(path.read_text())
-        if result["params_digest"] != digest:
-            raise ParamsError(f"{path} was written under different parameters; rerun that configuration")
-        results.append(result)
-    metric = selection_metric(params, job.paper, data.task)
-    val_scores = [r["metrics"]["val"].get(metric) for r in results]
-    best = select_best(val_scores, metric)
-    chosen_dir = params.config_dir(job, best)
-    with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
-        test_outputs = stored["test"]
-    te = data.split.test
-    test_runs = [outputs_metrics(data.task, test_outputs, data.y[te], data.target)]
-    test_runs += _repeat_runs(
-        params,
-        job,
-        data,
-        best,
-        results[best]["config"],
-        n_jobs=n_jobs,
-        work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]),
-    )
-    out_path = Path(out_path)
-    if results[best].get("weights"):
-        atomic_write(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
-    record = _record(params, job, data, started, n_jobs)
-    # The job's cost: its configurations plus this step (which retrains the winner on repeats).
-    record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)
-    if not (record["provenance"].get("gpu") or {}).get("used"):
-        # the configurations computed on a GPU although this step did not: the job as a whole did
-        used = [g for r in results if (g := (r.get("provenance") or {}).get("gpu") or {}).get("used")]
-        record["provenance"]["gpu"] = used[0] if used else record["provenance"].get("gpu")
-    record["peak_memory_mb"] = max(record["peak_memory_mb"], *(r["peak_memory_mb"] for r in results))
-    return {
-        **record,
-        "metrics": {"test": _mean_metrics(test_runs), "val": results[best]["metrics"]["val"]},
-        **_repeats_record(test_runs),
-        "selected_config": results[best]["config"],
-        "selection": {
-            "metric": metric,
-            "n_configs": n,
-            "best_index": best,
-            "val_scores": val_scores,
-            "variant": results[best].get("variant"),
-            "fit_info": results[best].get("fit_info"),
-        },
-    }
 
 
 def write_result(result: dict, path: Path) -> None:

@@ -21,9 +21,9 @@ row-wise block's GSH layers move the projections of their many tokens to their f
 (`HopfieldLayer.cheapest_path`): the pooling layer applies W_K and W_V on the side of its C
 pooling vectors, the row layer W_Q and W_O on the side of the C pooled ones, by associativity
 (3.13 instead of 3.55 GFLOP per sample in a training step at the defaults). GEMMs take ~75 % of
-a training step on two CPU cores (`python -m benchmarks.steps.op_times`); most of the rest is memory traffic (head split/merge copies, LayerNorm,
-GELU, dropout masks, the weight-gradient transposes inside oneDNN where it runs) and the tiny
-batched products of the attention.
+a training step on two CPU cores (`python -m benchmarks.steps.op_times`); most of the rest is
+memory traffic (head split/merge copies, LayerNorm, GELU, dropout masks, the weight-gradient
+transposes inside oneDNN where it runs) and the tiny batched products of the attention.
 
 Parameter count, 30 numerical features, binary target, defaults: 16,985,727 (pinned in
 tests/test_bishop.py). The authors' code at its command-line defaults (the same D_model 256,

@@ -48,7 +48,7 @@ def cmd_train_folds(args: argparse.Namespace) -> None:
 
 
 def cmd_train_config(args: argparse.Namespace) -> None:
-    from tabrepro.training import run_config_job
+    from tabrepro.config_jobs import run_config_job
 
     params = load_params(args)
     job = job_of(params, args)
@@ -59,8 +59,9 @@ def cmd_train_config(args: argparse.Namespace) -> None:
 
 
 def cmd_train_batch(args: argparse.Namespace) -> None:
+    from tabrepro.config_jobs import run_config_batch
     from tabrepro.resources import config_batches, policy
-    from tabrepro.training import run_config_batch, write_result
+    from tabrepro.training import write_result
 
     params = load_params(args)
     job = job_of(params, args)
@@ -85,7 +86,8 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
 
 
 def cmd_select(args: argparse.Namespace) -> None:
-    from tabrepro.training import select_config, write_result
+    from tabrepro.config_jobs import select_config
+    from tabrepro.training import write_result
 
     params = load_params(args)
     job = job_of(params, args)
