@@ -366,3 +366,33 @@ def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, mo
     again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2, 2] and again == first  # the same seed retrains to the same forest
     assert "repeat 2 is trained again" in caplog.text
+
+
+def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeypatch):
+    """`tabrepro repeat` trains one further seed; `select` then reads its file instead of training
+    it again, and its mean is the same as when the selection trains every repeat itself."""
+    import tabrepro.training as training
+
+    tmp_path, _, _, _, _ = prepared
+    raw = yaml.safe_load(write_params(tmp_path, name="repeat_alone.yaml").read_text())
+    raw["protocols"]["npt_cv10"]["repeats"] = 3
+    raw["paths"] = {"data": raw["paths"]["data"], "results": str(tmp_path / "repeat_alone_results")}
+    params_file = tmp_path / "repeat_alone.yaml"
+    params_file.write_text(yaml.safe_dump(raw))
+    params = Params.from_file(params_file)
+    job = Job("npt", "breast_cancer", "npt", 0)
+    for c in range(2):
+        run_config_job(params, job, c, params.config_dir(job, c))
+    assert main(["--params", str(params_file), "--quiet", "repeat", "npt", "breast_cancer", "npt", "0", "2"]) == 0
+    assert main(["--params", str(params_file), "--quiet", "repeat", "npt", "breast_cancer", "npt", "0", "3"]) == 2
+    fits = []
+    original = training._fit_config
+    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
+    out = tmp_path / "repeat_alone_metrics.json"
+    result = select_config(params, job, out)
+    assert fits == [1]  # repeat 2 was read from its file
+    assert len(result["test_repeats"]) == 3
+    for path in (p for p in params.config_dir(job, 0).parent.rglob("repeat.json")):
+        path.unlink()
+    again = select_config(params, job, out)
+    assert fits == [1, 1, 2] and again["test_repeats"] == result["test_repeats"]

@@ -24,6 +24,7 @@ from tabrepro.io import atomic_write
 from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
 from tabrepro.training import (
     KEEP_STATE_ENV,
+    REPEAT_FILE,
     STATE_DIR,
     FoldData,
     _drop_state,
@@ -41,7 +42,7 @@ from tabrepro.training import (
 )
 from tabrepro.tuning import job_configs, select_best, variant_names
 
-__all__ = ["run_config_batch", "run_config_job", "select_config"]
+__all__ = ["run_config_batch", "run_config_job", "run_repeat", "select_config"]
 
 
 def run_config_job(
@@ -176,18 +177,12 @@ def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> P
     return out_dir / STATE_DIR / hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) -> dict:
-    """Pick the configuration with the best validation score; score its test outputs once.
-
-    With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
-    resumably, and the reported test metric is the mean over all its runs.
-    """
-    started = time.perf_counter()
-    data = load_fold(params, job)
-    n = params.n_configs(job.paper, job.dataset, job.model)
+def _configuration_results(params: Params, job: Job, data: FoldData) -> tuple[list[dict], str, list, int]:
+    """Every configuration's stored result, the selection metric, their validation scores and the
+    index of the best."""
     digest = params.job_digest(job)
     results = []
-    for c in range(n):
+    for c in range(params.n_configs(job.paper, job.dataset, job.model)):
         path = params.config_dir(job, c) / RESULT_FILE
         if not path.is_file():
             raise FileNotFoundError(f"{path}: configuration {c} has not run (run its train_batch job first)")
@@ -197,7 +192,37 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         results.append(result)
     metric = selection_metric(params, job.paper, data.task)
     val_scores = [r["metrics"]["val"].get(metric) for r in results]
-    best = select_best(val_scores, metric)
+    return results, metric, val_scores, select_best(val_scores, metric)
+
+
+def run_repeat(params: Params, job: Job, repeat: int, *, n_jobs: int = 1) -> Path:
+    """Retrain the chosen configuration with further seed `repeat` alone and leave its small
+    result file where `select_config` picks it up, so the repeats of one job can run side by side
+    (in separate processes or on separate machines, the file copied back). Returns that file."""
+    n_repeats = params.repeats(job.paper, job.dataset, job.model)
+    if not 1 <= repeat < n_repeats:
+        raise ParamsError(
+            f"repeat {repeat}: {job.paper}/{job.dataset}/{job.model} has repeats 1..{n_repeats - 1} "
+            f"beside its first run (the protocol's {n_repeats} runs)"
+        )
+    data = load_fold(params, job)
+    results, _, _, best = _configuration_results(params, job, data)
+    config = results[best]["config"]
+    work_dir = _state_dir(params.config_dir(job, best), params, data, config)
+    _repeat_runs(params, job, data, best, config, n_jobs=n_jobs, work_dir=work_dir, only=repeat)
+    return work_dir / f"repeat{repeat}" / REPEAT_FILE
+
+
+def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) -> dict:
+    """Pick the configuration with the best validation score; score its test outputs once.
+
+    With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
+    resumably, and the reported test metric is the mean over all its runs.
+    """
+    started = time.perf_counter()
+    data = load_fold(params, job)
+    n = params.n_configs(job.paper, job.dataset, job.model)
+    results, metric, val_scores, best = _configuration_results(params, job, data)
     chosen_dir = params.config_dir(job, best)
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
         test_outputs = stored["test"]

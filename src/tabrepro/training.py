@@ -401,15 +401,26 @@ def _drop_kept_fold(params: Params, job: Job) -> None:
 
 
 def _repeat_runs(
-    params: Params, job: Job, data: FoldData, best: int, config: dict, *, n_jobs: int, work_dir: Path | None = None
+    params: Params,
+    job: Job,
+    data: FoldData,
+    best: int,
+    config: dict,
+    *,
+    n_jobs: int,
+    work_dir: Path | None = None,
+    only: int | None = None,
 ) -> list[dict[str, float]]:
-    """Test metrics of the chosen configuration retrained with the protocol's further seeds.
+    """Test metrics of the chosen configuration retrained with the protocol's further seeds
+    (repeat `only` alone when given, so that separate processes can share the repeats).
 
     The configuration was chosen on validation before any of these runs; each is scored once.
     """
     runs = []
     te = data.split.test
     for repeat in range(1, params.repeats(job.paper, job.dataset, job.model)):
+        if only is not None and repeat != only:
+            continue
         state = None if work_dir is None else work_dir / f"repeat{repeat}"
         done = None if state is None else _finished_repeat(state / REPEAT_FILE, repeat)
         if done is not None:

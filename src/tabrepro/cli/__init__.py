@@ -15,6 +15,7 @@
     tabrepro train-config PAPER DATASET MODEL FOLD C   one configuration of a per-config model (NPT, BiSHop)
     tabrepro train-batch PAPER DATASET MODEL FOLD B    batch B of its configurations (params.yaml configs_per_job)
     tabrepro select PAPER DATASET MODEL FOLD     choose a per-config model's configuration, score it on test
+    tabrepro repeat PAPER DATASET MODEL FOLD R   one further seed of it (repeats side by side; select reads it)
     tabrepro tables PAPER                        aggregate per-fold results into the paper's tables
     tabrepro scorecard [PAPER]                   judge every table cell against the paper's value
     tabrepro analyse PAPER DATASET EXPERIMENT [--fold K]   one of NPT's analysis experiments

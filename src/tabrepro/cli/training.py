@@ -1,5 +1,5 @@
-"""`tabrepro train`, `train-folds`, `train-config`, `train-batch` and `select`: one job, or one
-configuration or batch of a per-configuration model, trained and scored."""
+"""`tabrepro train`, `train-folds`, `train-config`, `train-batch`, `select` and `repeat`: one job,
+or one configuration, batch or repeat of a per-configuration model, trained and scored."""
 
 from __future__ import annotations
 
@@ -100,6 +100,22 @@ def cmd_select(args: argparse.Namespace) -> None:
     print_result(out, result)
 
 
+def cmd_repeat(args: argparse.Namespace) -> None:
+    import json
+
+    from tabrepro.config_jobs import run_repeat
+
+    params = load_params(args)
+    job = job_of(params, args)
+    if not per_config(job.model):
+        raise ParamsError(f"{job.model} tunes inside one job: repeats belong to per-configuration models")
+    require_splits(params, job)
+    path = run_repeat(params, job, args.repeat, n_jobs=args.threads)
+    test = json.loads(path.read_text())["test"]
+    scores = ", ".join(f"{key} {value:.4f}" for key, value in sorted(test.items()))
+    print(f"{path}: test {scores}")
+
+
 def add_keep_state_argument(p: argparse.ArgumentParser) -> None:
     """--keep-state, for the commands that train configurations of a per-configuration model."""
     p.add_argument(
@@ -169,3 +185,13 @@ def register(add: AddCommand) -> None:
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads for retraining on repeats (default: 1)")
     p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p = add(
+        "repeat",
+        cmd_repeat,
+        "retrain the chosen configuration with one further seed of the protocol's repeats and keep "
+        "its test metrics in a small file that `select` picks up: run repeats side by side "
+        "(another core, or another machine with the file copied back) instead of one after another",
+    )
+    add_job_arguments(p)
+    p.add_argument("repeat", type=int, help="repeat index, 1 to the protocol's repeats - 1 (run 0 is the configuration's own)")
+    p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
