@@ -193,5 +193,7 @@ def register(add: AddCommand) -> None:
         "(another core, or another machine with the file copied back) instead of one after another",
     )
     add_job_arguments(p)
-    p.add_argument("repeat", type=int, help="repeat index, 1 to the protocol's repeats - 1 (run 0 is the configuration's own)")
+    p.add_argument(
+        "repeat", type=int, help="repeat index, 1 to the protocol's repeats - 1 (run 0 is the configuration's own)"
+    )
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
