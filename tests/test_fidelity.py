@@ -5,6 +5,7 @@ driver's interface) except in the last, optional test."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from benchmarks.versus import authors, cli, fidelity
 from tabrepro.config import Params
 
 NPT_MIRROR = Path("/work/.mirror/OATML+non-parametric-transformers/repo")
+BISHOP_MIRROR = Path("/work/.mirror/MAGICS-LAB+BiSHop/repo")
 PARAMS = Path(__file__).resolve().parents[1] / "params.yaml"
 
 
@@ -60,7 +62,7 @@ class StandIn:
         x, y = np.asarray(spec["x"]), np.asarray(spec["y"])
         model = LogisticRegression(max_iter=200).fit(x[spec["train"]], y[spec["train"]])
         proba = model.predict_proba(x[spec["test"]])
-        steps = spec["settings"]["max_steps"]
+        steps = spec["settings"]["max_steps" if spec["model"] == "npt" else "epochs"]
         return {"proba_test": proba.tolist(), "best_epoch": steps, "steps": steps, "seconds": 0.1, "parameters": 31}
 
 
@@ -178,11 +180,42 @@ def test_bad_numbers_and_unknown_cases_are_one_line_and_exit_2(their_repo, tmp_p
     assert "unknown case 'no_such_case'" in capsys.readouterr().err
 
 
-def test_a_case_not_run_is_recorded_with_its_reason(tmp_path):
-    argv = ["fidelity", "--cases", "bishop_qsar", "--params", str(PARAMS), "--record-dir", str(tmp_path)]
+def test_a_case_not_run_is_recorded_with_its_reason(tmp_path, monkeypatch):
+    blocked = fidelity.FidelityCase("blocked", "bishop", "a case that cannot run here", not_run="not run: a reason")
+    monkeypatch.setitem(fidelity.CASES, "blocked", blocked)
+    argv = ["fidelity", "--cases", "blocked", "--params", str(PARAMS), "--record-dir", str(tmp_path)]
     assert cli.main(argv) == 0
-    record = json.loads((tmp_path / "bishop_qsar.json").read_text())
-    assert record["not_run"].startswith("not run:") and record["runs"] == {"authors": {}, "ours": {}}
+    record = json.loads((tmp_path / "blocked.json").read_text())
+    assert record["not_run"] == "not run: a reason" and record["runs"] == {"authors": {}, "ours": {}}
+
+
+def _bishop_argv(repo: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "fidelity", "--bishop-repo", str(repo), "--cases", "bishop_tiny", "--params", str(PARAMS),
+        "--record-dir", str(tmp_path / "records"), "--scratch", str(tmp_path / "scratch"), *extra,
+    ]  # fmt: skip
+
+
+def test_bishop_sides_train_the_same_rows_and_settings_for_every_seed(in_process, their_repo, tmp_path, monkeypatch):
+    stand_in = StandIn()
+    monkeypatch.setattr(authors, "run_driver", stand_in)
+    monkeypatch.setitem(authors.STEP_DEPENDENCIES, "bishop", {})  # the stand-in needs no einops
+    assert cli.main(_bishop_argv(their_repo, tmp_path)) == 0
+    record = json.loads((tmp_path / "records" / "bishop_tiny.json").read_text())
+    assert record["settings"]["authors_settings"] == {
+        "batch_size": 32, "out_len": 8, "patch_dim": 4, "emb_dim": 8, "n_agg": 4, "factor": 2, "d_model": 16,
+        "d_ff": 32, "n_heads": 2, "e_layers": 1, "d_layers": 1, "dropout": 0.2, "learning_rate": 5e-05, "epochs": 2,
+    }  # fmt: skip
+    ours = record["settings"]["ours_config"]
+    assert ours["decoder_input_level"] and ours["optimizer"] == "adamw" and ours["max_epochs"] == 2
+    # one split for every seed: the same rows on both sides and across seeds
+    assert [spec["seed"] for spec in stand_in.specs] == [0, 1]
+    assert stand_in.specs[0]["test"] == stand_in.specs[1]["test"] and stand_in.specs[0]["model"] == "bishop"
+    for seed in ("0", "1"):
+        theirs, mine = record["runs"]["authors"][seed], record["runs"]["ours"][seed]
+        assert theirs["test_rows"] == mine["test_rows"] == len(stand_in.specs[0]["test"])
+        assert mine["steps"] == 2 and 1 <= mine["best_step"] <= 2
+    assert record["summary"]["complete"] and "auroc" in record["summary"]["metrics"]
 
 
 def test_their_table_holds_the_fold_rows_in_their_encoding():
@@ -211,3 +244,12 @@ def test_their_npt_trains_to_the_end_in_its_own_process(tmp_path):
         theirs = record["runs"]["authors"][seed]
         assert theirs["steps"] == 2 and theirs["best_step"] in (1, 2) and 0.0 <= theirs["metrics"]["auroc"] <= 1.0
     assert record["summary"]["complete"]
+
+
+@pytest.mark.skipif(not BISHOP_MIRROR.is_dir(), reason="no copy of the BiSHop authors' repository here")
+def test_their_bishop_trains_to_the_end_in_its_own_process(tmp_path):
+    if importlib.util.find_spec("einops") is None:
+        pytest.skip("einops, which their model imports, is not installed here")
+    assert cli.main(_bishop_argv(BISHOP_MIRROR, tmp_path, "--seeds", "1")) == 0
+    theirs = json.loads((tmp_path / "records" / "bishop_tiny.json").read_text())["runs"]["authors"]["0"]
+    assert theirs["steps"] == 2 and theirs["best_step"] in (1, 2) and 0.0 <= theirs["metrics"]["auroc"] <= 1.0

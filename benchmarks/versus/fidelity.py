@@ -2,6 +2,7 @@
 
     python -m benchmarks.versus fidelity --npt-repo PATH_OR_URL [--cases CASE ...] [--steps N]
         [--seeds N] [--threads 1] [--record-dir records/fidelity] [--scratch DIR] [--params FILE]
+    python -m benchmarks.versus fidelity --cases bishop_qsar --bishop-repo PATH_OR_URL [--install-deps]
     python -m benchmarks.versus fidelity --report-only [--check]     the report from the records
 
 A speed ratio says nothing about whether two implementations are the same model; this does.
@@ -25,7 +26,14 @@ Cases
         (benchmarks.versus.fidelity_driver): their Trainer.train_and_eval with validation every
         epoch and their best-model cache; their split code never runs (the fold's rows are
         handed to their batch dataset), so their overlapping-fold defect does not enter.
-    bishop_qsar: not run (see CASES).
+    bishop_qsar: QSAR biodegradation (1,055 rows, 41 numerical features, binary target) on the
+        bishop protocol's one 70/20/10 split (`tabrepro split bishop qsar` first), the same rows
+        for every seed. BiSHop at the thesis defaults (§4.1) with the options that follow the
+        authors' code, batch 32, `--steps` epochs (default 10) on both sides, 5 seeds; see
+        benchmarks.versus.fidelity_bishop. Theirs (benchmarks.versus.fidelity_bishop_driver):
+        their Exp_BiSHop.train with the rows handed to it as their loaders, so their split
+        (and its per-dataset seed) never runs. Their einops, if this Python lacks it, is
+        pip-installed into the scratch directory with --install-deps.
 
 Record: one JSON per case under --record-dir, rewritten atomically after every (side, seed),
 so an interrupted run resumes where it stopped; a record made with other settings or another
@@ -67,6 +75,7 @@ __all__ = [
 
 PROG = "benchmarks.versus fidelity"
 NPT_UPSTREAM = "https://github.com/OATML/non-parametric-transformers"
+BISHOP_UPSTREAM = "https://github.com/MAGICS-LAB/BiSHop"
 METRICS = ("auroc", "accuracy_pct", "nll")  # NPT Tables 10, 8, 9
 SIDES = ("authors", "ours")
 
@@ -81,6 +90,7 @@ class FidelityCase:
     steps: int = 200
     seeds: int = 10
     overrides: dict[str, Any] = field(default_factory=dict)  # our config fields changed (both sides follow)
+    dataset: str | None = None  # BiSHop: the dataset whose rows both sides train on
     not_run: str | None = None  # why the case is not run, when it is not
     hidden: bool = False
 
@@ -97,12 +107,29 @@ CASES: dict[str, FidelityCase] = {
         FidelityCase(
             "bishop_qsar",
             "bishop",
-            "BiSHop at the thesis defaults on QSAR-biodeg, 5 seeds",
+            "BiSHop at the thesis defaults with the authors' code options on QSAR-biodeg, our split, 5 seeds",
+            steps=10,
             seeds=5,
-            not_run=(
-                "not run: the authors' BiSHop training loop (Exp_BiSHop.train with its data pipeline) "
-                "is not driven yet; on 2 CPU cores both sides at ~30 epochs x 5 seeds would take hours"
-            ),
+            dataset="qsar",
+        ),
+        FidelityCase(
+            "bishop_tiny",
+            "bishop",
+            "a seconds-long BiSHop on breast cancer (G 8, L 4, one level, D_model 16), for tests",
+            steps=2,
+            seeds=2,
+            overrides={
+                "embed_dim": 8,
+                "patch_size": 4,
+                "n_levels": 1,
+                "d_model": 16,
+                "n_heads": 2,
+                "ffn_dim": 32,
+                "n_decoded": 8,
+                "n_pooling": 2,
+            },
+            dataset="sklearn_breast_cancer",
+            hidden=True,
         ),
         FidelityCase(
             "npt_tiny",
@@ -222,7 +249,7 @@ def train_ours_npt(config_dict: dict[str, Any], fold: dict[str, Any], threads: i
 
 
 def _fold_payload(problem: Problem, seed: int) -> dict[str, Any]:
-    fold = problem.folds[seed]
+    fold = problem.folds[seed if len(problem.folds) > 1 else 0]  # NPT: a fold per seed; BiSHop: one split
     return {
         "x": fold.x.tolist(),
         "y": problem.y.tolist(),
@@ -236,29 +263,37 @@ def _fold_payload(problem: Problem, seed: int) -> dict[str, Any]:
 def _run_side(side: str, context: dict[str, Any], seed: int) -> dict[str, Any]:
     """One side's training on fold `seed`, scored on its test rows with our metrics."""
     from benchmarks.steps.common import run_in_subprocess
+    from benchmarks.versus import fidelity_bishop
     from tabrepro.evaluation.metrics import compute_metrics
 
-    problem, threads = context["problem"], context["threads"]
+    problem, threads, case = context["problem"], context["threads"], context["case"]
     payload = _fold_payload(problem, seed)
-    config = our_npt_config(context["params"], context["case"], context["steps"], seed)
+    if case.model == "npt":
+        config = our_npt_config(context["params"], case, context["steps"], seed)
+        train_ours, authors_settings = train_ours_npt, authors_npt_settings
+        driver = "benchmarks.versus.fidelity_driver"
+    else:
+        config = fidelity_bishop.our_bishop_config(case, context["steps"], seed)
+        train_ours, authors_settings = fidelity_bishop.train_ours_bishop, fidelity_bishop.authors_bishop_settings
+        driver = "benchmarks.versus.fidelity_bishop_driver"
     if side == "ours":
-        raw = run_in_subprocess(train_ours_npt, config.to_dict(), payload, threads)
+        raw = run_in_subprocess(train_ours, config.to_dict(), payload, threads)
         best = raw["best_step"]
     else:
         spec = {
             **payload,
-            "case": context["case"].name,
-            "model": "npt",
+            "case": case.name,
+            "model": case.model,
             "repo": str(context["code"].path),
-            "deps": [],
+            "deps": context["deps"],
             "threads": threads,
             "seed": seed,
-            "settings": authors_npt_settings(config),
+            "settings": authors_settings(config),
         }
-        workdir = context["scratch"] / "runs" / f"{context['case'].name}-seed{seed}"
-        raw = authors.run_driver(spec, workdir, context["timeout"], module="benchmarks.versus.fidelity_driver")
-        best = raw["best_epoch"]  # full batch: an epoch is a step
-    y_test = problem.y[problem.folds[seed].test]
+        workdir = context["scratch"] / "runs" / f"{case.name}-seed{seed}"
+        raw = authors.run_driver(spec, workdir, context["timeout"], module=driver)
+        best = raw["best_epoch"]  # NPT: full batch, an epoch is a step; BiSHop: an epoch
+    y_test = problem.y[payload["test"]]
     proba = np.asarray(raw["proba_test"], dtype=np.float64)
     return {
         "metrics": compute_metrics("binary", y_test, proba=proba),
@@ -474,7 +509,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--npt-repo", default=NPT_UPSTREAM, help="NPT authors' repository: git dir, URL or plain dir")
     parser.add_argument("--npt-rev", default="HEAD", help="revision to check out of a git NPT repository")
-    parser.add_argument("--bishop-repo", default=None, help="BiSHop authors' repository (its case is not run yet)")
+    parser.add_argument("--bishop-repo", default=BISHOP_UPSTREAM, help="BiSHop authors' repository")
+    parser.add_argument("--bishop-rev", default="HEAD", help="revision to check out of a git BiSHop repository")
+    parser.add_argument(
+        "--install-deps", action="store_true", help="pip-install their missing deps (einops) to scratch"
+    )
     parser.add_argument("--cases", nargs="+", default=None, metavar="CASE")
     parser.add_argument("--steps", type=int, default=None, help="training steps per run (default: per case)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds (NPT: folds 0..N-1; default: per case)")
@@ -533,19 +572,32 @@ def _run_case(case: FidelityCase, args: argparse.Namespace, params: Any, scratch
         write_report(args.record_dir)
         print(f"{case.name}: {case.not_run}", flush=True)
         return record
-    problem = npt_problem(params)
-    if seeds > len(problem.folds):
-        raise VersusError(f"--seeds {seeds}: the case has {len(problem.folds)} folds")
-    code = authors.obtain("--npt-repo", args.npt_repo, args.npt_rev, scratch, "npt")
-    config = our_npt_config(params, case, steps, 0)
+    deps: list[str] = []
+    if case.model == "npt":
+        problem = npt_problem(params)
+        if seeds > len(problem.folds):
+            raise VersusError(f"--seeds {seeds}: the case has {len(problem.folds)} folds")
+        code = authors.obtain("--npt-repo", args.npt_repo, args.npt_rev, scratch, "npt")
+        config = our_npt_config(params, case, steps, 0)
+        theirs = authors_npt_settings(config)
+        seed_rule = "seed = fold index on both sides (their --np_seed and --torch_seed, our config.seed)"
+    else:
+        from benchmarks.versus import fidelity_bishop
+
+        problem = fidelity_bishop.bishop_problem(params, str(case.dataset))
+        code = authors.obtain("--bishop-repo", args.bishop_repo, args.bishop_rev, scratch, "bishop")
+        deps = [str(path) for path in authors.ensure_deps("bishop", scratch, args.install_deps)]
+        config = fidelity_bishop.our_bishop_config(case, steps, 0)
+        theirs = fidelity_bishop.authors_bishop_settings(config)
+        seed_rule = "seed s on both sides (their process's torch.manual_seed, our config.seed), the same rows"
     settings = {
         "steps": steps,
         "seeds": seeds,
         "threads": args.threads,
         "folds": problem.rule,
         "ours_config": {k: v for k, v in config.to_dict().items() if k != "seed"},
-        "authors_settings": authors_npt_settings(config),
-        "seed_rule": "seed = fold index on both sides (their --np_seed and --torch_seed, our config.seed)",
+        "authors_settings": theirs,
+        "seed_rule": seed_rule,
     }
     settings = json.loads(json.dumps(settings))  # as a stored record reads back (tuples as lists)
     record = _load_record(path, _case_record(case, settings, code))
@@ -557,6 +609,7 @@ def _run_case(case: FidelityCase, args: argparse.Namespace, params: Any, scratch
         "case": case,
         "steps": steps,
         "code": code,
+        "deps": deps,
         "scratch": scratch,
         "timeout": args.case_timeout,
     }
@@ -591,8 +644,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0 if current or not args.check else 1
     chosen = _cases(args.cases)
     _check_numbers(args)
-    if any(case.not_run is None and case.model == "npt" for case in chosen):
-        authors.check_source("--npt-repo", args.npt_repo)
+    for model, option, source in (("npt", "--npt-repo", args.npt_repo), ("bishop", "--bishop-repo", args.bishop_repo)):
+        if any(case.not_run is None and case.model == model for case in chosen):
+            authors.check_source(option, source)
     if args.scratch is not None:
         authors.check_outside_project(args.scratch, "--scratch")
     params = Params.from_file(args.params)
