@@ -241,3 +241,32 @@ def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
     assert reasons["npt/breast_cancer/rf/fold0/metrics.json"] == "not a job of profile 'tiny'"
     assert json.loads(existing.read_text()) == {"metrics": "this run's own"}
     assert not params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 1)).exists()
+
+
+def test_finished_repeats_of_an_unfinished_job_travel_with_the_record(tmp_path):
+    from tabrepro.config import Job
+    from tabrepro.reporting.records import restore
+
+    params = _RestoreParams(tmp_path / "run")
+    finished, running = Job("npt", "breast_cancer", "knn", 0), Job("npt", "breast_cancer", "knn", 1)
+    _write(params.layout.job_metrics.path(finished), {"params_digest": params.digest, "split": {"sha256": "s0"}})
+    repeat = params.job_dir(running) / "config2/state/0123abcd/repeat1/repeat.json"
+    _write(repeat, {"repeat": 1, "test": {"auroc": 0.9}})
+    _write(params.job_dir(running) / "config2/state/0123abcd/repeat2/state.pt", "a checkpoint, not recorded")
+    _write(params.job_dir(finished) / "config0/state/feed/repeat1/repeat.json", {"repeat": 1, "test": {}})
+    for name in ("scorecard.md", "scorecard.csv"):
+        _write(params.results_dir / "scorecard" / name, "x")
+    _write(params.results_dir / "scorecard/summary.json", {"papers": {}})
+
+    target = snapshot(params, "long", records_dir=tmp_path / "records")
+    copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("repeat*/*"))
+    assert copied == ["results/npt/breast_cancer/knn/fold1/config2/state/0123abcd/repeat1/repeat.json"]
+    assert json.loads((target / "record.json").read_text())["finished_repeats_of_unfinished_jobs"] == 1
+
+    fresh = _RestoreParams(tmp_path / "fresh")
+    summary = restore(fresh, "long", records_dir=tmp_path / "records")
+    placed = fresh.job_dir(running) / "config2/state/0123abcd/repeat1/repeat.json"
+    assert placed in summary.restored and json.loads(placed.read_text()) == {"repeat": 1, "test": {"auroc": 0.9}}
+    placed.write_text('{"repeat": 1, "test": {"auroc": 0.5}}')  # the run's own file is never overwritten
+    restore(fresh, "long", records_dir=tmp_path / "records")
+    assert json.loads(placed.read_text())["test"]["auroc"] == 0.5

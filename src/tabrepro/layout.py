@@ -29,6 +29,8 @@ __all__ = ["PathPattern", "RunLayout"]
 # RESULT_FILE / PREDICTIONS_FILE / WEIGHTS_FILE, data/table.py's TABLE_FILE, ...) must agree; a
 # test checks that they do.
 METRICS_FILE = "metrics.json"
+STATE_DIR = "state"  # a configuration's resumable state, under its directory
+REPEAT_FILE = "repeat.json"  # under a repeat's state directory: its test metrics once it finished
 WEIGHTS_FILE = "weights.pt"
 RESULT_FILE = "result.json"
 PREDICTIONS_FILE = "predictions.npz"

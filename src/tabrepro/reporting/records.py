@@ -9,7 +9,10 @@ the fetch records, the tables and the scorecard — into records/runs/NAME/, lai
         tabrepro --profile PROFILE scorecard
 
 `tabrepro record NAME --restore` puts a record's results back into a run (see `restore`), so a
-long run continues across machines and fresh clones job by job.
+long run continues across machines and fresh clones job by job. A job still running when the
+record was made travels by its finished repeats (BiSHop's protocol trains the chosen
+configuration 3 times): their small `repeat.json` files are recorded and restored too, so the
+next machine trains only what is left (`tabrepro repeat` runs one of them on its own).
 
 It then rewrites, from every record, two generated blocks: the README's summary (per record and
 paper, the scorecard's counts over all tables) between the `scorecard:begin` / `scorecard:end`
@@ -31,7 +34,14 @@ from typing import Any
 
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
-from tabrepro.layout import FETCH_STATUS_FILE, METRICS_FILE, SCORECARD_FILES, SCORECARD_SUMMARY_FILE
+from tabrepro.layout import (
+    FETCH_STATUS_FILE,
+    METRICS_FILE,
+    REPEAT_FILE,
+    SCORECARD_FILES,
+    SCORECARD_SUMMARY_FILE,
+    STATE_DIR,
+)
 from tabrepro.readme_blocks import ReadmeBlockError, replace_block
 
 RECORDS_DIR = Path("records") / "runs"
@@ -84,10 +94,14 @@ def snapshot(
         commits, hardware, wall, n_results, n_unobtainable = set(), set(), 0.0, 0, 0
         unobtainable = json.loads((scorecard / SCORECARD_SUMMARY_FILE).read_text(encoding="utf-8")).get("unobtainable")
         jobs = params.jobs()
+        n_repeats = 0
         for job in jobs:
             metrics = params.layout.job_metrics.path(job)
             if not metrics.is_file():
                 n_unobtainable += job.dataset in (unobtainable or {}).get(job.paper, {})
+                for finished in _finished_repeats(metrics.parent):
+                    _copy(finished, staging / "results" / finished.relative_to(results))
+                    n_repeats += 1
                 continue
             result = json.loads(metrics.read_text(encoding="utf-8"))
             provenance = result.get("provenance") or {}
@@ -116,6 +130,7 @@ def snapshot(
             "jobs": len(jobs),
             "results": n_results,
             "unobtainable_jobs": n_unobtainable,  # jobs without results whose dataset could not be fetched
+            "finished_repeats_of_unfinished_jobs": n_repeats,
             "job_wall_time_s": round(wall, 1),
             "workflow_wall_time_s": workflow_wall_time_s,
         }
@@ -127,6 +142,13 @@ def snapshot(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def _finished_repeats(job_dir: Path) -> list[Path]:
+    """The repeat.json files under a job's configurations (config<c>/state/<key>/repeat<r>/): each is
+    a finished further run of the chosen configuration, its state directory keyed by the
+    configuration, seed and split it ran with (tabrepro.config_jobs)."""
+    return sorted(job_dir.glob(f"config*/{STATE_DIR}/*/repeat*/{REPEAT_FILE}"))
 
 
 @dataclass
@@ -153,6 +175,7 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
     results = Path(params.results_dir)
     jobs = {params.layout.job_metrics.path(job).relative_to(results): job for job in params.jobs()}
     summary = RestoreSummary()
+    _restore_repeats(source, results, {path.parent for path in jobs}, summary)
     manifests: dict[tuple[str, str], dict[int, str] | None] = {}
     for path in sorted(source.rglob(METRICS_FILE)):
         relative = path.relative_to(source)
@@ -189,6 +212,21 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
         atomic_write(target, path.read_bytes())
         summary.restored.append(target)
     return summary
+
+
+def _restore_repeats(source: Path, results: Path, job_dirs: set[Path], summary: RestoreSummary) -> None:
+    """Put back the finished repeats of jobs that have no result in the run yet. A repeat is looked
+    up only under the state key of the configuration, seed and split it ran with, so one recorded
+    under other settings is never used; its metrics keep the recorded machine's last bits."""
+    for job_dir in sorted(job_dirs):
+        if (results / job_dir / METRICS_FILE).exists():
+            continue
+        for path in _finished_repeats(source / job_dir):
+            target = results / path.relative_to(source)
+            if target.exists():
+                continue
+            atomic_write(target, path.read_bytes())
+            summary.restored.append(target)
 
 
 def read_records(records_dir: Path = RECORDS_DIR) -> list[tuple[Path, dict[str, Any]]]:
