@@ -53,8 +53,8 @@ stage() {  # stage NAME SECONDS COMMAND...
 cat "$out/machine.txt"
 stages=" ${STAGES:-test_cuda versus precision} "
 if [[ $stages == *" test_cuda "* ]]; then
-  stage test_cuda "${TEST_LIMIT:-60}" "$python" -m pytest -q -p no:cacheprovider -rA tests/test_cuda.py \
-    tests/test_saved_pass.py
+  stage test_cuda "${TEST_LIMIT:-60}" "$python" -m pytest -q -p no:cacheprovider -rA tests/live/test_cuda.py \
+    tests/unit/test_saved_pass.py
 fi
 if [[ $stages == *" steps "* ]]; then
   stage steps "${STEPS_LIMIT:-120}" bash -c "'$python' -m benchmarks.steps.npt --device cuda --cases protein higgs --steps 5 \

@@ -151,7 +151,7 @@ def _p_dlogp_deps(p: Tensor, log_p: Tensor, g: Tensor, eps: Tensor) -> Tensor:
     if float(eps.min()) >= _CLOSED_FORM_EPS:
         # p x² φ(x) = p (eˣ - 1 - x), with eˣ - 1 by expm1: one pass instead of the series'
         # dozen; its rounding for small x stays below ~1e-6 of the largest term (fp64
-        # reference, tests/test_bishop.py)
+        # reference, tests/unit/test_bishop.py)
         return (torch.expm1(x) - x).mul_(p).div_(-(eps * eps))
     series = -p * log_p.square() * _phi_series(x.clamp(max=_SERIES_LIMIT))
     closed = -(g - p - p * x) / eps.clamp(min=1e-4).square()

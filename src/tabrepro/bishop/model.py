@@ -15,7 +15,7 @@ dropout) that module still computes what precedes its first dropout once: the co
 W_Q, W_K, W_V projections of E_pos, its scores and its entmax (`rows=` in
 `HopfieldLayer.forward` / `BiSHopModule.forward`); the attention-weight dropout and everything
 after it run per row, with the same masks as the per-row computation (pinned by
-tests/test_bishop.py). Residual branches add their dropout in one fused kernel
+tests/unit/test_bishop.py). Residual branches add their dropout in one fused kernel
 (`add_dropped`: x + branch * mask as addcmul) instead of a mask multiply and an add. The
 row-wise block's GSH layers move the projections of their many tokens to their few
 (`HopfieldLayer.cheapest_path`): the pooling layer applies W_K and W_V on the side of its C
@@ -26,7 +26,7 @@ memory traffic (head split/merge copies, LayerNorm, GELU, dropout masks, the wei
 transposes inside oneDNN where it runs) and the tiny batched products of the attention.
 
 Parameter count, 30 numerical features, binary target, defaults: 16,985,727 (pinned in
-tests/test_bishop.py). The authors' code at its command-line defaults (the same D_model 256,
+tests/unit/test_bishop.py). The authors' code at its command-line defaults (the same D_model 256,
 FFN 512, 4 heads) has 18,708,619: its decoder has H + 1 = 4 levels, the first cross-attending to
 the embedded input, where the thesis (§3.3) describes H = 3 levels attending to the H encoder
 levels. One decoder level is 1,722,892 parameters (BiSHopModule 1,325,059 with its pooling

@@ -84,7 +84,7 @@ __all__ = [
     "one_line",
 ]
 
-_job = job_of  # the name tests/test_config.py imports
+_job = job_of  # the name tests/unit/test_config.py imports
 
 # One pass over a whole table, nothing allocated again and again: the heap settings that spare a
 # training loop its page faults would only keep the table's freed copies resident (HIGGS's

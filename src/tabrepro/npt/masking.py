@@ -183,7 +183,7 @@ def _row_pieces(n: int, d: int, entries: int) -> list[tuple[int, int]]:
     generator draws the numbers one whole-table call would draw. `torch.rand` draws element by
     element; `torch.randn` transforms blocks of 16 and redraws the last 16 entries of a tensor
     whose size is not a multiple of 16, so every piece but the last holds a multiple of 16
-    entries and the last at least 16 (tests/test_npt.py checks the equality)."""
+    entries and the last at least 16 (tests/unit/test_npt.py checks the equality)."""
     step = 16 // math.gcd(d, 16)  # rows per multiple of 16 entries
     rows = max(step, entries // max(d, 1) // step * step)
     bounds = [*range(0, n, rows), n]

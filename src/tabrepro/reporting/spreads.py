@@ -27,7 +27,7 @@ PCT_METRICS = {"accuracy_pct": "accuracy", "auc_pct": "auroc", "r2_pct": "r2"}
 def hanley_mcneil_se(auc: float, n_positive: int, n_negative: int) -> float:
     """The SE of an AUROC (as a fraction) on a test set with these class counts (Hanley & McNeil,
     Radiology 1982, eq. 2, with their exponential approximations of Q1, Q2: exact for exponentially
-    distributed scores, about a quarter too wide for binormal ones at AUC 0.85; tests/test_spreads.py)."""
+    distributed scores, about a quarter too wide for binormal ones at AUC 0.85; tests/unit/test_spreads.py)."""
     if not 0.0 <= auc <= 1.0 or n_positive < 1 or n_negative < 1:
         raise ValueError(f"need 0 <= auc <= 1 and both classes present, got {auc}, {n_positive}, {n_negative}")
     q1, q2 = auc / (2.0 - auc), 2.0 * auc * auc / (1.0 + auc)

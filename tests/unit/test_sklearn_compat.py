@@ -94,7 +94,7 @@ class Exemption:
 
 VALIDATES_AT_CONSTRUCTION = Exemption(
     "the constructor refuses a bad task, n_classes, n_jobs, params or seed at once, so that a "
-    "bad configuration stops a workflow job before any data is read (tests/test_models.py)"
+    "bad configuration stops a workflow job before any data is read (tests/unit/test_models.py)"
 )
 BUDGET = Exemption(
     "deep models run the checks at 1-2 epochs, too few to reach the check's accuracy 0.83 or "

@@ -24,7 +24,7 @@ GIT = shutil.which("git")
 DEFAULT_REMOTE_NAME = "tabrepro-dvc-remote"
 TOUCH = ["snakemake", "--cores", "1", "--touch", "--forceall", "--quiet", "--", "all"]
 
-pytestmark = pytest.mark.skipif(GIT is None, reason="git is needed for a DVC repository")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(GIT is None, reason="git is needed for a DVC repository")]
 
 
 def _env(tmp: Path) -> dict:

@@ -146,7 +146,7 @@ def workflow_copy(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.where)
 def test_documented_command_dry_runs(command, workflow_copy):
     if "--lint" in command.text.split():
-        pytest.skip("its exit status reports the lints it finds (tests/test_snakemake_lint.py runs it)")
+        pytest.skip("its exit status reports the lints it finds (tests/workflow/test_snakemake_lint.py runs it)")
     dry_run = re.sub(r"^snakemake\b", shlex.quote(str(SNAKEMAKE)) + " -n", command.text)
     run = subprocess.run(
         ["bash", "-c", dry_run],

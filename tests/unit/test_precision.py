@@ -97,7 +97,7 @@ def test_device_cuda_without_a_gpu_is_refused(monkeypatch, capsys):
 def test_the_precision_page_is_generated_from_the_committed_runs():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     runs = sorted((root / "records" / "precision").glob("*.json"))
     assert runs, "no committed bf16-against-fp32 run under records/precision"
     assert record.update_page(root / record.BLOCK.page, runs, check=True), (

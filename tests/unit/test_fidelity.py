@@ -22,7 +22,7 @@ from tabrepro.config import Params
 
 NPT_MIRROR = Path("/work/.mirror/OATML+non-parametric-transformers/repo")
 BISHOP_MIRROR = Path("/work/.mirror/MAGICS-LAB+BiSHop/repo")
-PARAMS = Path(__file__).resolve().parents[1] / "params.yaml"
+PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(in_process, their_repo, tmp
 
 
 def test_the_committed_fidelity_report_is_generated_from_the_committed_records():
-    directory = Path(__file__).resolve().parents[1] / "records" / "fidelity"
+    directory = Path(__file__).resolve().parents[2] / "records" / "fidelity"
     if not any(directory.glob("*.json")):
         pytest.skip("no fidelity record committed")
     assert fidelity.write_report(directory, check=True), (

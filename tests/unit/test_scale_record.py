@@ -8,7 +8,7 @@ from pathlib import Path
 from benchmarks.scale import record
 from tabrepro.readme_blocks import replace_block
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUNS = sorted(ROOT.glob(record.BLOCK.runs_glob))
 
 

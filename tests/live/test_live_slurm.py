@@ -38,7 +38,7 @@ from slurm_cluster import SlurmCluster, ensure_installed, skip_reason
 PYTHON = sys.executable
 SKIP = skip_reason()
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
+pytestmark = [pytest.mark.slow, pytest.mark.live, pytest.mark.skipif(SKIP is not None, reason=SKIP or "")]
 
 PROFILE = "slurm_live"
 FOLDS = (0, 1)

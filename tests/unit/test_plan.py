@@ -31,7 +31,7 @@ from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
 from tabrepro.resources import policy
 from tabrepro.splits import make_split
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PARAMS = REPO / "params.yaml"
 
 

@@ -24,7 +24,7 @@ from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, MARKER_FILE, StandinError, source_for_directory
 from tabrepro.errors import InputError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATASETS = ("higgs", "poker_hand", "forest_cover", "census_income_kdd")
 
 

@@ -1,7 +1,7 @@
 """NPT and BiSHop on a CUDA device: the paths the paper profile's GPU jobs take.
 
 Skipped where torch sees no GPU (CI and the project's own machines have none); run on a lent
-GPU machine with `python -m pytest tests/test_cuda.py`. What they check:
+GPU machine with `python -m pytest tests/live/test_cuda.py`. What they check:
 
 * the same initial weights on CPU and GPU (both initialise on the CPU from the seed);
 * forward outputs and gradients of the same weights agree with the CPU's within fp32 rounding
@@ -29,7 +29,7 @@ from tabrepro.npt import NPTConfig, NPTTrainer
 from tabrepro.npt.trainer import BEST_WEIGHTS_FILE as NPT_WEIGHTS_FILE
 from test_npt import make_table, weights_equal
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
 
 NPT_TINY = {"embed_dim": 8, "n_layers": 4, "n_heads": 2, "eval_every_epochs": 1}
 NO_DROPOUT = {"attention_dropout": 0.0, "hidden_dropout": 0.0, "embedding_dropout": 0.0}

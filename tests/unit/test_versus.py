@@ -352,13 +352,13 @@ def test_both_npt_sides_run_one_tiny_step(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------ the generated page
-SPEED_RUNS = sorted((Path(__file__).resolve().parents[1] / "records" / "speed").glob("versus-*.json"))
+SPEED_RUNS = sorted((Path(__file__).resolve().parents[2] / "records" / "speed").glob("versus-*.json"))
 
 
 def test_the_speed_page_is_generated_from_the_committed_runs():
     from benchmarks.versus import record
 
-    page = Path(__file__).resolve().parents[1] / record.BLOCK.page
+    page = Path(__file__).resolve().parents[2] / record.BLOCK.page
     assert SPEED_RUNS, "no committed side-by-side run under records/speed"
     assert record.update_page(page, SPEED_RUNS, check=True), (
         f"{record.BLOCK.page}'s versus block is stale: python -m benchmarks.versus.record"

@@ -33,7 +33,7 @@ def save_every_batch(monkeypatch):
 
 
 # The resumes from a pass in the middle of training also on a GPU (the CUDA generator's state and
-# device tensors go through the saved state); skipped where torch sees none, as tests/test_cuda.py.
+# device tensors go through the saved state); skipped where torch sees none, as tests/live/test_cuda.py.
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA"))]
 
 
