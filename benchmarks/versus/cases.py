@@ -213,9 +213,14 @@ def authors_settings(case: Case) -> dict[str, Any]:
         }
     from tabrepro.bishop.config import BiSHopConfig
 
-    config = BiSHopConfig()  # their model is their code's: the thesis/code switches stay theirs
+    # their model is their code's: the thesis/code switches stay theirs
+    return authors_bishop_options(BiSHopConfig(), case.batch_size)
+
+
+def authors_bishop_options(config: Any, batch_size: int) -> dict[str, Any]:
+    """A BiSHopConfig's shape and optimisation in the names of the authors' bishop.py arguments."""
     return {
-        "batch_size": case.batch_size,
+        "batch_size": batch_size,
         "out_len": config.n_decoded,
         "patch_dim": config.patch_size,
         "emb_dim": config.embed_dim,

@@ -66,24 +66,11 @@ def our_bishop_config(case: Any, epochs: int, seed: int) -> Any:
 
 def authors_bishop_settings(config: Any) -> dict[str, Any]:
     """The shared settings in the authors' option names (benchmarks.versus.driver._bishop_args)."""
+    from benchmarks.versus.cases import authors_bishop_options
+
     if not config.decoder_input_level or config.optimizer != "adamw" or config.weight_decay != 0.01:
         raise VersusError("the authors' side runs their code's decoder input level and AdamW (weight decay 0.01)")
-    return {
-        "batch_size": config.batch_size,
-        "out_len": config.n_decoded,
-        "patch_dim": config.patch_size,
-        "emb_dim": config.embed_dim,
-        "n_agg": config.merge_factor,
-        "factor": config.n_pooling,
-        "d_model": config.d_model,
-        "d_ff": config.ffn_dim,
-        "n_heads": config.n_heads,
-        "e_layers": config.n_levels,
-        "d_layers": 1,  # their code: H + 1 decoder levels, the first on the embedded input
-        "dropout": config.dropout,
-        "learning_rate": config.lr,
-        "epochs": config.max_epochs,
-    }
+    return {**authors_bishop_options(config, config.batch_size), "epochs": config.max_epochs}
 
 
 def train_ours_bishop(config_dict: dict[str, Any], fold: dict[str, Any], threads: int) -> dict[str, Any]:
