@@ -29,7 +29,7 @@ from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
 from tabrepro.io import remove_stale_temps, set_aside, write_json
-from tabrepro.layout import REPEAT_FILE, STATE_DIR
+from tabrepro.layout import FINISHED_FILE, REPEAT_FILE, STATE_DIR, TUNING_DIR
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
@@ -467,8 +467,6 @@ def _repeats_record(runs: list[dict[str, float]]) -> dict:
 
 # ------------------------------------------------------------------ resumable state on disk
 # (one job per configuration, NPT's and BiSHop's, is tabrepro.config_jobs)
-TUNING_DIR = "tuning"  # under STATE_DIR of an in-job search's directory (ScoredConfigurations)
-FINISHED_FILE = "finished.json"  # under STATE_DIR: a fold's result until its train_folds job ends
 KEEP_STATE_ENV = "TABREPRO_KEEP_STATE"  # =1: keep finished configurations' state (as --keep-state)
 
 

@@ -243,7 +243,7 @@ def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
     assert not params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 1)).exists()
 
 
-def test_finished_repeats_of_an_unfinished_job_travel_with_the_record(tmp_path):
+def test_the_resumable_state_of_an_unfinished_job_travels_with_the_record(tmp_path):
     from tabrepro.config import Job
     from tabrepro.reporting.records import restore
 
@@ -254,19 +254,30 @@ def test_finished_repeats_of_an_unfinished_job_travel_with_the_record(tmp_path):
     _write(repeat, {"repeat": 1, "test": {"auroc": 0.9}})
     _write(params.job_dir(running) / "config2/state/0123abcd/repeat2/state.pt", "a checkpoint, not recorded")
     _write(params.job_dir(finished) / "config0/state/feed/repeat1/repeat.json", {"repeat": 1, "test": {}})
+    score = params.job_dir(running) / "state/tuning/5eed5eed5eed/config7.json"
+    _write(score, {"index": 7, "config": {}, "metrics": {"auroc": 0.8}})
+    _write(params.job_dir(running) / "state/tuning/5eed5eed5eed/config7/pieces.npz", "model state, not recorded")
+    _write(params.job_dir(running) / "state/finished.json", {"fold": 1})
+    _write(params.job_dir(finished) / "state/tuning/5eed5eed5eed/config0.json", {"index": 0})
     for name in ("scorecard.md", "scorecard.csv"):
         _write(params.results_dir / "scorecard" / name, "x")
     _write(params.results_dir / "scorecard/summary.json", {"papers": {}})
 
     target = snapshot(params, "long", records_dir=tmp_path / "records")
-    copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("repeat*/*"))
-    assert copied == ["results/npt/breast_cancer/knn/fold1/config2/state/0123abcd/repeat1/repeat.json"]
-    assert json.loads((target / "record.json").read_text())["finished_repeats_of_unfinished_jobs"] == 1
+    copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if "state" in p.parts and p.is_file())
+    assert copied == [
+        "results/npt/breast_cancer/knn/fold1/config2/state/0123abcd/repeat1/repeat.json",
+        "results/npt/breast_cancer/knn/fold1/state/finished.json",
+        "results/npt/breast_cancer/knn/fold1/state/tuning/5eed5eed5eed/config7.json",
+    ]
+    assert json.loads((target / "record.json").read_text())["state_files_of_unfinished_jobs"] == 3
 
     fresh = _RestoreParams(tmp_path / "fresh")
     summary = restore(fresh, "long", records_dir=tmp_path / "records")
     placed = fresh.job_dir(running) / "config2/state/0123abcd/repeat1/repeat.json"
     assert placed in summary.restored and json.loads(placed.read_text()) == {"repeat": 1, "test": {"auroc": 0.9}}
+    assert json.loads((fresh.job_dir(running) / "state/tuning/5eed5eed5eed/config7.json").read_text())["index"] == 7
+    assert (fresh.job_dir(running) / "state/finished.json").is_file() and len(summary.restored) == 3
     placed.write_text('{"repeat": 1, "test": {"auroc": 0.5}}')  # the run's own file is never overwritten
     restore(fresh, "long", records_dir=tmp_path / "records")
     assert json.loads(placed.read_text())["test"]["auroc"] == 0.5

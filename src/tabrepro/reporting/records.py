@@ -10,9 +10,10 @@ the fetch records, the tables and the scorecard — into records/runs/NAME/, lai
 
 `tabrepro record NAME --restore` puts a record's results back into a run (see `restore`), so a
 long run continues across machines and fresh clones job by job. A job still running when the
-record was made travels by its finished repeats (BiSHop's protocol trains the chosen
-configuration 3 times): their small `repeat.json` files are recorded and restored too, so the
-next machine trains only what is left (`tabrepro repeat` runs one of them on its own).
+record was made travels by the small files of its resumable state (`_resumable_state`): the
+finished repeats of a chosen configuration (BiSHop's protocol trains it 3 times), the validation
+scores of an in-job search's configurations, the finished folds of a multi-fold job. They are
+recorded and restored too, so the next machine trains only what is left; checkpoints stay behind.
 
 It then rewrites, from every record, two generated blocks: the README's summary (per record and
 paper, the scorecard's counts over all tables) between the `scorecard:begin` / `scorecard:end`
@@ -36,11 +37,13 @@ from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import (
     FETCH_STATUS_FILE,
+    FINISHED_FILE,
     METRICS_FILE,
     REPEAT_FILE,
     SCORECARD_FILES,
     SCORECARD_SUMMARY_FILE,
     STATE_DIR,
+    TUNING_DIR,
 )
 from tabrepro.readme_blocks import ReadmeBlockError, replace_block
 
@@ -94,14 +97,14 @@ def snapshot(
         commits, hardware, wall, n_results, n_unobtainable = set(), set(), 0.0, 0, 0
         unobtainable = json.loads((scorecard / SCORECARD_SUMMARY_FILE).read_text(encoding="utf-8")).get("unobtainable")
         jobs = params.jobs()
-        n_repeats = 0
+        n_state = 0
         for job in jobs:
             metrics = params.layout.job_metrics.path(job)
             if not metrics.is_file():
                 n_unobtainable += job.dataset in (unobtainable or {}).get(job.paper, {})
-                for finished in _finished_repeats(metrics.parent):
-                    _copy(finished, staging / "results" / finished.relative_to(results))
-                    n_repeats += 1
+                for state in _resumable_state(metrics.parent):
+                    _copy(state, staging / "results" / state.relative_to(results))
+                    n_state += 1
                 continue
             result = json.loads(metrics.read_text(encoding="utf-8"))
             provenance = result.get("provenance") or {}
@@ -130,7 +133,7 @@ def snapshot(
             "jobs": len(jobs),
             "results": n_results,
             "unobtainable_jobs": n_unobtainable,  # jobs without results whose dataset could not be fetched
-            "finished_repeats_of_unfinished_jobs": n_repeats,
+            "state_files_of_unfinished_jobs": n_state,  # what lets them go on elsewhere (_resumable_state)
             "job_wall_time_s": round(wall, 1),
             "workflow_wall_time_s": workflow_wall_time_s,
         }
@@ -144,11 +147,22 @@ def snapshot(
     return target
 
 
-def _finished_repeats(job_dir: Path) -> list[Path]:
-    """The repeat.json files under a job's configurations (config<c>/state/<key>/repeat<r>/): each is
-    a finished further run of the chosen configuration, its state directory keyed by the
-    configuration, seed and split it ran with (tabrepro.config_jobs)."""
-    return sorted(job_dir.glob(f"config*/{STATE_DIR}/*/repeat*/{REPEAT_FILE}"))
+def _resumable_state(job_dir: Path) -> list[Path]:
+    """The small files with which an unfinished job goes on where it stopped, each kept under a key
+    or checked against what it ran with, so that one written under other settings is never used:
+    - config<c>/state/<key>/repeat<r>/repeat.json: a finished further run of the chosen
+      configuration, keyed by its configuration, seed and split (tabrepro.config_jobs);
+    - state/tuning/<key>/config<i>.json: an in-job search's validation scores, keyed by the job's
+      parameters, split and candidates (tabrepro.training.ScoredConfigurations);
+    - state/finished.json: a fold that a multi-fold job finished, with its params digest and split.
+    """
+    return sorted(
+        [
+            *job_dir.glob(f"config*/{STATE_DIR}/*/repeat*/{REPEAT_FILE}"),
+            *job_dir.glob(f"{STATE_DIR}/{TUNING_DIR}/*/config*.json"),
+            *job_dir.glob(f"{STATE_DIR}/{FINISHED_FILE}"),
+        ]
+    )
 
 
 @dataclass
@@ -175,7 +189,7 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
     results = Path(params.results_dir)
     jobs = {params.layout.job_metrics.path(job).relative_to(results): job for job in params.jobs()}
     summary = RestoreSummary()
-    _restore_repeats(source, results, {path.parent for path in jobs}, summary)
+    _restore_state(source, results, {path.parent for path in jobs}, summary)
     manifests: dict[tuple[str, str], dict[int, str] | None] = {}
     for path in sorted(source.rglob(METRICS_FILE)):
         relative = path.relative_to(source)
@@ -214,14 +228,14 @@ def restore(params: Any, name: str, *, records_dir: Path = RECORDS_DIR) -> Resto
     return summary
 
 
-def _restore_repeats(source: Path, results: Path, job_dirs: set[Path], summary: RestoreSummary) -> None:
-    """Put back the finished repeats of jobs that have no result in the run yet. A repeat is looked
-    up only under the state key of the configuration, seed and split it ran with, so one recorded
-    under other settings is never used; its metrics keep the recorded machine's last bits."""
+def _restore_state(source: Path, results: Path, job_dirs: set[Path], summary: RestoreSummary) -> None:
+    """Put back the resumable state of jobs that have no result in the run yet, never over a file
+    the run has. Each file is used only under the settings it was written with (`_resumable_state`);
+    what it holds keeps the recorded machine's last bits."""
     for job_dir in sorted(job_dirs):
         if (results / job_dir / METRICS_FILE).exists():
             continue
-        for path in _finished_repeats(source / job_dir):
+        for path in _resumable_state(source / job_dir):
             target = results / path.relative_to(source)
             if target.exists():
                 continue
