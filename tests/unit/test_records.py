@@ -35,6 +35,32 @@ def test_the_records_pages_are_current():
     )
 
 
+def test_every_records_scorecard_is_current():
+    """Fails when a record's scorecard is not what its results give under today's verdict rules,
+    reference numbers and implementation checks (records/fidelity)."""
+    from tabrepro.reporting.records import rejudge
+
+    stale = rejudge(REPO / "params.yaml", REPO / RECORDS_DIR, check=True)
+    assert not stale, f"stale scorecards: {[str(p) for p in stale]}; run `tabrepro record --rejudge`"
+
+
+def test_rejudge_rewrites_a_stale_scorecard_and_check_names_it(tmp_path):
+    import shutil
+
+    from tabrepro.reporting.records import rejudge
+
+    records = tmp_path / "runs"
+    shutil.copytree(REPO / RECORDS_DIR / "bishop_cpu", records / "bishop_cpu")
+    card = records / "bishop_cpu/results/scorecard/scorecard.md"
+    judged = card.read_text()
+    card.write_text(judged.replace("differs", "reproduced"))
+    assert rejudge(REPO / "params.yaml", records, check=True) == [card]
+    assert card.read_text() != judged  # check writes nothing
+    rejudge(REPO / "params.yaml", records)
+    assert card.read_text() == judged
+    assert rejudge(REPO / "params.yaml", records, check=True) == []
+
+
 class _FakeParams:
     """The few Params accessors a snapshot reads, over a hand-made results tree."""
 

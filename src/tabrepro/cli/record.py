@@ -30,7 +30,13 @@ def cmd_record(args: argparse.Namespace) -> None:
     root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
+        from tabrepro.reporting.records import rejudge
+
         problems = update_audit(**audit, check=True)
+        stale_cards = rejudge(args.params, audit["records_dir"], check=True)
+        if stale_cards:
+            names = ", ".join(sorted({str(path.parent.parent.parent) for path in stale_cards}))
+            problems.insert(0, f"stale scorecards in {names}; run `tabrepro record --rejudge` to judge them again")
         if not update_pages(args.readme, audit["records_dir"], check=True):
             stale = f"{args.readme} or {root / RESULTS_PAGE}: a records block is stale"
             problems.insert(0, f"{stale}; run `tabrepro record` to regenerate it")
@@ -38,7 +44,7 @@ def cmd_record(args: argparse.Namespace) -> None:
             problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
-        current = f"{args.readme}, {root / RESULTS_PAGE}: records are current"
+        current = f"{args.readme}, {root / RESULTS_PAGE}, every record's scorecard: current"
         print(f"{current}; {audit['doc']}: every differing cell has a cause")
         return
     if args.rejudge:
@@ -85,7 +91,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="only check that both are current and that every differing cell of every record has a cause",
+        help="only check that both, and every record's scorecard, are current and that every differing "
+        "cell of every record has a cause",
     )
     p.add_argument(
         "--rejudge",

@@ -254,23 +254,32 @@ def read_records(records_dir: Path = RECORDS_DIR) -> list[tuple[Path, dict[str, 
     return found
 
 
-def rejudge(params_file: Path, records_dir: Path = RECORDS_DIR) -> list[Path]:
-    """Judge every record's results again with the current verdict rules and reference numbers,
-    rewriting its scorecard files; the results themselves are never touched. Results run under
-    earlier parameters are judged as recorded, and their cells say so (build_scorecard's frozen)."""
+def rejudge(params_file: Path, records_dir: Path = RECORDS_DIR, *, check: bool = False) -> list[Path]:
+    """Judge every record's results again with the current verdict rules, reference numbers and
+    implementation checks (records/fidelity), rewriting its scorecard files; the results themselves
+    are never touched. Results run under earlier parameters are judged as recorded, and their cells
+    say so (build_scorecard's frozen). Returns the files written, or with `check` writes nothing
+    and returns the files that a rejudge would change (stale scorecards)."""
     from tabrepro.config import Params, read_params_file
     from tabrepro.reporting.claims import judge_claims
     from tabrepro.reporting.scorecard import build_scorecard
-    from tabrepro.reporting.scorecard_markdown import write_scorecard
+    from tabrepro.reporting.scorecard_markdown import scorecard_files
 
-    written = []
+    changed = []
     base = read_params_file(Path(params_file))
     for directory, record in read_records(records_dir):
         raw = dict(base, paths={"data": str(directory / "data"), "results": str(directory / "results")})
         params = Params(raw, source=str(params_file), profile=record["profile"])
         card = build_scorecard(params, logs_dir=directory / "logs", frozen=True)
-        written += write_scorecard(card, directory / "results" / "scorecard", judge_claims(params, card))
-    return written
+        for name, payload in scorecard_files(card, judge_claims(params, card)).items():
+            path = directory / "results" / "scorecard" / name
+            if check:
+                if not path.is_file() or path.read_bytes() != payload:
+                    changed.append(path)
+            else:
+                atomic_write(path, payload)
+                changed.append(path)
+    return changed
 
 
 def _minutes(seconds: float | None) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "ours_text",
     "render_markdown",
     "rule_text",
+    "scorecard_files",
     "shifts",
     "verdict_text",
     "write_scorecard",
@@ -259,14 +260,19 @@ def render_markdown(card: Scorecard, claims: Sequence[ClaimVerdict] = ()) -> str
     return "\n".join(lines)
 
 
-def write_scorecard(card: Scorecard, out_dir: Path, claims: Sequence[ClaimVerdict] = ()) -> list[Path]:
-    """Write scorecard.md, scorecard.csv and summary.json atomically; returns their paths."""
-    out_dir = Path(out_dir)
-    payloads = {
+def scorecard_files(card: Scorecard, claims: Sequence[ClaimVerdict] = ()) -> dict[str, bytes]:
+    """The bytes of scorecard.md, scorecard.csv and summary.json, by file name."""
+    return {
         SCORECARD_MARKDOWN_FILE: render_markdown(card, claims).encode("utf-8"),
         SCORECARD_CSV_FILE: cells_frame(card).to_csv(index=False, lineterminator="\n").encode("utf-8"),
         SCORECARD_SUMMARY_FILE: (json.dumps(summary(card), indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
     }
+
+
+def write_scorecard(card: Scorecard, out_dir: Path, claims: Sequence[ClaimVerdict] = ()) -> list[Path]:
+    """Write scorecard.md, scorecard.csv and summary.json atomically; returns their paths."""
+    out_dir = Path(out_dir)
+    payloads = scorecard_files(card, claims)
     written = []
     for name in SCORECARD_FILES:
         atomic_write(out_dir / name, payloads[name])
