@@ -168,6 +168,20 @@ def test_snapshot_refuses_a_run_without_scorecard(tmp_path):
     assert not (tmp_path / "records" / "tiny").exists()
 
 
+def test_snapshot_refuses_to_replace_another_profiles_record(tmp_path):
+    params = _FakeParams(tmp_path / "run")
+    for name in ("scorecard.md", "scorecard.csv", "summary.json"):
+        _write(params.results_dir / "scorecard" / name, {} if name.endswith(".json") else "x")
+    kept = tmp_path / "records" / "tiny" / "record.json"
+    _write(kept, {"name": "tiny", "profile": "reproduce", "results": 65})
+    with pytest.raises(RecordError, match=r"holds profile 'reproduce', not the active 'tiny'.*--profile reproduce"):
+        snapshot(params, "tiny", records_dir=tmp_path / "records")
+    assert json.loads(kept.read_text())["results"] == 65  # the other profile's record is untouched
+    assert [p.name for p in kept.parent.parent.iterdir()] == ["tiny"]  # and no staging left behind
+    kept.write_text(json.dumps({"profile": "tiny"}))
+    assert snapshot(params, "tiny", records_dir=tmp_path / "records") == kept.parent  # its own profile: replaced
+
+
 def test_record_check_through_the_cli(capsys):
     assert main(["record", "--check", "--readme", str(REPO / "README.md")]) == 0
     assert "current" in capsys.readouterr().out

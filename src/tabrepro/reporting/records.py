@@ -75,6 +75,23 @@ def _hardware(provenance: dict[str, Any]) -> str:
     return text + (f" + {gpu['name']}" if gpu.get("name") else "")
 
 
+def _refuse_other_profile(target: Path, profile: str) -> None:
+    """A record is replaced only by a run of its own profile: recording profile A's run under
+    profile B's record name would silently throw away B's results."""
+    existing = target / RECORD_FILE
+    if not existing.is_file():
+        return
+    try:
+        recorded = json.loads(existing.read_text(encoding="utf-8")).get("profile")
+    except (OSError, ValueError, AttributeError) as err:
+        raise RecordError(f"{existing}: unreadable record ({err}); remove {target} to record afresh") from err
+    if recorded != profile:
+        raise RecordError(
+            f"{existing}: record {target.name!r} holds profile {recorded!r}, not the active {profile!r}; "
+            f"pass `--profile {recorded}` (or remove {target} to replace it)"
+        )
+
+
 def snapshot(
     params: Any, name: str, *, records_dir: Path = RECORDS_DIR, workflow_wall_time_s: float | None = None
 ) -> Path:
@@ -91,6 +108,7 @@ def snapshot(
             f"{scorecard}: {', '.join(missing)} missing; run the workflow (or `tabrepro scorecard`) before recording"
         )
     target = Path(records_dir) / name
+    _refuse_other_profile(target, params.profile_name)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
