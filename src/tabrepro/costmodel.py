@@ -479,6 +479,7 @@ class MeasuredJob:
     peak_mb: float
     origin: str  # which run it comes from
     gpu: bool = False  # computed on a GPU: calibrates the GPU weights, never the CPU ones
+    cpu: str = ""  # the CPU type it ran on (model and ISA level): CPU times hold for that type
 
 
 @dataclass
@@ -490,6 +491,7 @@ class Calibration:
     n_jobs: dict[str, int] = field(default_factory=dict)
     gpu_runtime: dict[str, dict[str, float]] = field(default_factory=dict)  # GPU families only
     n_gpu_jobs: dict[str, int] = field(default_factory=dict)
+    cpu_types: dict[str, int] = field(default_factory=dict)  # timed CPU jobs per CPU type
 
 
 def _fit_log(
@@ -540,6 +542,8 @@ def calibrate(measured: Iterable[MeasuredJob], gpu: GpuAssumptions | None = None
     for job in measured:
         (on_gpu if job.gpu else by_family).setdefault(job.family, []).append(job)
     calibration = Calibration()
+    timed = collections.Counter(j.cpu or "unrecorded CPU" for js in by_family.values() for j in js if j.wall_s)
+    calibration.cpu_types = dict(timed.most_common())
     for family, prior in RUNTIME_PRIORS.items():
         jobs = by_family.get(family, [])
         calibration.n_jobs[family] = len(jobs)

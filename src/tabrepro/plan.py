@@ -209,7 +209,7 @@ def _hours(value: float) -> str:
 def format_plan(rows: list[PlanRow], params: Params, model: CostModel) -> str:
     lines = [
         f"Compute plan for profile {params.profile_name!r} ({params.profile['description']})",
-        f"{gpu_basis(model)}; CPU-hours at one thread, as measured here.",
+        f"{gpu_basis(model)}; {cpu_basis(model)}.",
         "",
         "| paper | dataset | model | configs | folds | fits | jobs | CPU-h | GPU-h | peak GiB | rows (train/val/test) | shape from |",  # noqa: E501
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -244,6 +244,16 @@ def gpu_basis(model: CostModel) -> str:
             f"and {model.gpu.step_overhead_ms:g} ms per step (no GPU job measured)"
         )
     return "; ".join(parts)
+
+
+def cpu_basis(model: CostModel) -> str:
+    """Which CPU types the CPU-hours were measured on: a network's step can take several times
+    as long on another type (docs/results/speed.md), so a reader on other hardware knows to scale."""
+    types = model.calibration.cpu_types
+    if not types:
+        return "CPU-hours at one thread from the cost model's priors (no CPU job measured)"
+    named = ", ".join(f"{name} ({n})" for name, n in types.items())
+    return f"CPU-hours at one thread on the CPU types the timed jobs ran on: {named}; times on another CPU type differ"
 
 
 def memory_over_cap(rows: list[PlanRow], params: Params) -> str:

@@ -27,6 +27,7 @@ from tabrepro.config import REPO_ROOT, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
 from tabrepro.layout import RunLayout
+from tabrepro.provenance import hardware_key
 
 __all__ = [
     "DEFAULT_BENCH_DIR",
@@ -232,6 +233,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     from tabrepro.models.registry import get_model_class
 
     gpu = _used_a_gpu(result)
+    cpu = hardware_key(result.get("provenance"))
     if not get_model_class(job.model).per_config_jobs:
         work = job_terms(job.model, "train", configs, shape, repeats=repeats)
         return [
@@ -244,6 +246,7 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
                 float(result["peak_memory_mb"]),
                 origin,
                 gpu,
+                cpu,
             )
         ]
     # A per-configuration model's fold: its configurations' jobs plus the selection job, summed.
@@ -256,7 +259,15 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     memory = job_terms(job.model, "train_config", configs, shape).memory
     return [
         MeasuredJob(
-            label, family, terms, memory, float(result["wall_time_s"]), float(result["peak_memory_mb"]), origin, gpu
+            label,
+            family,
+            terms,
+            memory,
+            float(result["wall_time_s"]),
+            float(result["peak_memory_mb"]),
+            origin,
+            gpu,
+            cpu,
         )
     ]
 
@@ -277,6 +288,8 @@ def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
     A stage measured in parts (`bench --resume`) counts with its parts' summed time and largest
     peak: the job's own record covers its last part only."""
     payload = json.loads(path.read_text())
+    machine = payload.get("machine") or {}
+    cpu = f"{machine.get('cpu') or 'unknown CPU'} · {machine.get('isa') or 'unknown ISA'}"
     found = []
     for record in payload["records"]:
         job = record.get("job") or {}
@@ -309,7 +322,9 @@ def _from_bench(path: Path, facts: DatasetFacts) -> list[MeasuredJob]:
         peak = float(job.get("peak_memory_mb") or record["peak_rss_mb"])
         if in_parts:
             peak = max(peak, record["peak_rss_mb"], record["tree_peak_rss_mb"])
-        found.append(MeasuredJob(label, family_of(record["model"]), work.terms, work.memory, wall, peak, path.name))
+        found.append(
+            MeasuredJob(label, family_of(record["model"]), work.terms, work.memory, wall, peak, path.name, cpu=cpu)
+        )
     return found
 
 

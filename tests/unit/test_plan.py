@@ -317,6 +317,27 @@ def test_jobs_that_used_a_gpu_are_read_as_gpu_jobs(tmp_path):
     }
 
 
+def test_the_plan_names_the_cpu_types_its_cpu_hours_were_timed_on(tmp_path):
+    params = Params.from_file(PARAMS, profile="quick")
+    xeon = {"model": "Intel(R) Xeon(R) Processor", "isa_level": "AMX"}
+    epyc = {"model": "AMD EPYC", "isa_level": "AVX2"}
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "mlp", 0), cpu=xeon)
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "knn", 0), cpu=epyc)
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "tabnet", 0), cpu=epyc)
+    # a GPU job times the GPU, not its host's CPU: it is not counted
+    _write_metrics(tmp_path / "run", params, Job("npt", "breast_cancer", "npt", 0), cpu=xeon, gpu={"used": True})
+    facts = DatasetFacts(
+        [],
+        None,
+        extra={"breast_cancer": {"n_rows": 569, "n_features": 30, "width": 30, "n_classes": 2, "n_fixed_test_rows": 0}},
+    )
+    calibration = calibrate(load_measured([tmp_path / "run"], [], PARAMS, facts))
+    assert calibration.cpu_types == {"AMD EPYC · AVX2": 2, "Intel(R) Xeon(R) Processor · AMX": 1}
+    header = format_plan([], params, CostModel(calibration)).splitlines()[1]
+    assert "timed jobs ran on: AMD EPYC · AVX2 (2), Intel(R) Xeon(R) Processor · AMX (1)" in header
+    assert "from the cost model's priors" in format_plan([], params, CostModel(calibrate([]))).splitlines()[1]
+
+
 def test_jobs_stopped_at_a_time_limit_count_for_memory_only():
     shape = _shape(10_000)
     work = job_terms("npt", "train_config", [{"batch_size": 1024}], shape)
@@ -355,6 +376,7 @@ def _write_metrics(
     digest: str | None = None,
     gpu: dict | None = None,
     selection: dict | None = None,
+    cpu: dict | None = None,
 ) -> Path:
     path = root / job.paper / job.dataset / job.model / f"fold{job.fold}" / "metrics.json"
     path.parent.mkdir(parents=True)
@@ -372,7 +394,7 @@ def _write_metrics(
                 "wall_time_s": 12.5,
                 "peak_memory_mb": 300.0,
                 "split": {"n_train": 399, "n_val": 114, "n_test": 56, "n_unused": 0},
-                "provenance": {"gpu": gpu},
+                "provenance": {"gpu": gpu, **({"cpu": cpu} if cpu else {})},
                 **({"selection": selection} if selection else {}),
             }
         )
