@@ -16,9 +16,12 @@
 # STEPS_LIMIT, JOBS_LIMIT), ROUNDS (versus, default 3), PRECISION_ARGS (extra options of
 # python -m benchmarks.precision, e.g. "--datasets digits") and DATA_MIRROR (stage jobs: a directory
 # laid out like ../shared/datasets).
-# Stage `jobs` runs the profile gpu_calibration job by job (scripts/run_jobs.py: the workflow's
-# commands without Snakemake) and packs the jobs' metrics.json into OUT_DIR/jobs-results.tar.gz, the
-# measured GPU jobs that calibrate the plan's GPU-hours (records/gpu/*/results). A lent machine's
+# Stage `jobs` runs a profile job by job (scripts/run_jobs.py: the workflow's commands without
+# Snakemake; JOBS_PROFILE, default gpu_calibration, whose jobs calibrate the plan's GPU-hours:
+# records/gpu/*/results), each command stopped after JOB_LIMIT seconds (default 150), with
+# JOBS_ARGS passed on (e.g. "--restore npt_breast_cancer --parallel 9": the record's finished jobs
+# come back, nine run at once on the one GPU), and packs the jobs' metrics.json into
+# OUT_DIR/jobs-results.tar.gz. A lent machine's
 # image may lack some of the package's dependencies: carry wheels of those it lacks (e.g.
 # jsonschema with its dependencies, liac-arff, xlrd, pytorch-tabnet, rtdl_revisiting_models,
 # entmax for the tests, the pinned pandas and scikit-learn) and install them with --no-deps.
@@ -71,9 +74,11 @@ if [[ $stages == *" precision "* ]]; then
 fi
 if [[ $stages == *" jobs "* ]]; then
   work=$(mktemp -d)
+  # shellcheck disable=SC2086  # JOBS_ARGS is a list of options
   stage jobs "${JOBS_LIMIT:-420}" env TABREPRO_DATA_DIR="$work/data" TABREPRO_RESULTS_DIR="$work/results" \
-    "$python" scripts/run_jobs.py --profile gpu_calibration \
-    --mirror "${DATA_MIRROR:?DATA_MIRROR: the datasets for stage jobs}" --log "$work/logs" --job-limit 150
+    "$python" scripts/run_jobs.py --profile "${JOBS_PROFILE:-gpu_calibration}" \
+    --mirror "${DATA_MIRROR:?DATA_MIRROR: the datasets for stage jobs}" --log "$work/logs" \
+    --job-limit "${JOB_LIMIT:-150}" ${JOBS_ARGS:-}
   (cd "$work" && find results -name metrics.json | tar -czf "$out/jobs-results.tar.gz" -T - && tar -czf "$out/jobs-logs.tar.gz" logs)
 fi
 exit "$failed"

@@ -21,6 +21,7 @@ from tabrepro.reporting.records import (
     read_records,
     render_block,
     render_summary,
+    restore,
     snapshot,
     update_pages,
 )
@@ -180,6 +181,29 @@ def test_snapshot_refuses_to_replace_another_profiles_record(tmp_path):
     assert [p.name for p in kept.parent.parent.iterdir()] == ["tiny"]  # and no staging left behind
     kept.write_text(json.dumps({"profile": "tiny"}))
     assert snapshot(params, "tiny", records_dir=tmp_path / "records") == kept.parent  # its own profile: replaced
+
+
+@pytest.mark.parametrize("name", ["../victim", "a/b", "..", "-x", ".hidden", ""])
+def test_a_record_name_that_is_not_one_path_component_is_refused_before_anything_is_touched(tmp_path, name):
+    """snapshot replaces records_dir/NAME wholesale: a name that climbs out must never get there."""
+    params = _FakeParams(tmp_path / "run")
+    for file in ("scorecard.md", "scorecard.csv", "summary.json"):
+        _write(params.results_dir / "scorecard" / file, {} if file.endswith(".json") else "x")
+    victim = tmp_path / "victim" / "keep.txt"
+    _write(victim, "x")
+    records = tmp_path / "records"
+    for call in (snapshot, restore):
+        with pytest.raises(RecordError, match="record name"):
+            call(params, name, records_dir=records)
+    assert victim.read_text() == "x" and not records.exists()
+
+
+def test_a_bad_record_name_is_one_line_and_exit_2_on_the_cli(capsys):
+    assert main(["record", "../../etc", "--restore"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "tabrepro record: error: record name '../../etc': use letters, digits, '_' and '-' (64 at most), "
+        "starting with a letter or digit"
+    ]
 
 
 def test_record_check_through_the_cli(capsys):
