@@ -1,7 +1,7 @@
 """Run every job of a profile through the `tabrepro` CLI, without Snakemake.
 
     python scripts/run_jobs.py --profile gpu_calibration --mirror DIR [--job-limit S] [--log DIR]
-    python scripts/run_jobs.py --profile npt_breast_cancer --mirror DIR --restore npt_breast_cancer --parallel 9
+    python scripts/run_jobs.py --profile npt_breast_cancer --mirror DIR --restore npt_breast_cancer --parallel 10
 
 For a machine that has the package's own dependencies but not the workflow's (a lent GPU machine
 without package registries: scripts/gpu_checks.sh, stage `jobs`). It issues the commands the
@@ -24,11 +24,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from tabrepro.config import Params
+from tabrepro.config import Job, Params
 from tabrepro.data.registry import get_source
 from tabrepro.models.registry import get_model_class
+from tabrepro.reporting.records import RecordError, checked_record_name
 from tabrepro.tuning import job_configs
 
 
@@ -37,6 +37,14 @@ def _at_least_one(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
     return value
+
+
+def _record_name(text: str) -> str:
+    """The record check `tabrepro record` makes, before the name reaches a log file's path."""
+    try:
+        return checked_record_name(text)
+    except RecordError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job-limit", type=float, default=300.0, help="seconds one command may run")
     parser.add_argument("--log", type=Path, default=Path("logs/run_jobs"), help="one log file per command here")
     parser.add_argument("--parallel", type=_at_least_one, default=1, help="training jobs run at once (default: 1)")
-    parser.add_argument("--restore", metavar="NAME", help="put record NAME's results back before training")
+    parser.add_argument(
+        "--restore", metavar="NAME", type=_record_name, help="put record NAME's results back before training"
+    )
     args = parser.parse_args(argv)
 
     params = Params.from_file(args.params, profile=args.profile)
@@ -66,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {outcome} after {time.perf_counter() - started:.1f} s", flush=True)
         return outcome == "ok"
 
-    def done(job: Any) -> bool:
+    def done(job: Job) -> bool:
         return params.layout.job_metrics.path(job).exists()
 
-    def tag(job: Any) -> str:
+    def tag(job: Job) -> str:
         return f"{job.paper}-{job.dataset}-{job.model}-fold{job.fold}"
 
-    def train(job: Any) -> bool:
+    def train(job: Job) -> bool:
         where = [job.paper, job.dataset, job.model, str(job.fold)]
         if not get_model_class(job.model).per_config_jobs:
             return run(tag(job), "train", *where)
@@ -81,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return trained and run(f"{tag(job)}-select", "select", *where)
 
     failed = 0
-    pending = []
+    pending: list[Job] = []
     ready: dict[str, bool] = {}  # fetched and prepared (per source), split (per paper/dataset)
     for job in params.jobs(args.paper):
         if done(job):
