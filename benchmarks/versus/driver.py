@@ -126,20 +126,19 @@ def _npt_argv(settings: dict[str, Any], workdir: Path, cuda: bool = False) -> li
     ]
 
 
-def _npt_tensors(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
-    """Their encoded table (what their ColumnEncodingDataset hands NPTBatchDataset): the binary
-    target first (one-hot + mask token, bool), each continuous feature as (value, mask token);
-    rows sorted train, validation, test; the role matrices mark the target column."""
+def npt_encoded_table(
+    x: Any, y: Any, n_classes: int, n_train: int, n_val: int, *, auroc_setting: bool
+) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
+    """Their encoded table (what their ColumnEncodingDataset hands NPTBatchDataset) for rows
+    already sorted train, validation, test: the class target first (one-hot + mask token, bool),
+    each continuous feature as (value, mask token); the role matrices mark the target column."""
     import torch
 
-    table = npt_random_table(settings["n_rows"], settings["n_features"], seed=settings.get("seed", 0))
-    order = torch.cat([table["train"], table["val"], table["test"]])
-    x, y = table["x"][order], table["y"][order]
     n, d = x.shape[0], x.shape[1] + 1
-    target = torch.zeros((n, 3), dtype=torch.bool)
+    target = torch.zeros((n, n_classes + 1), dtype=torch.bool)
     target[torch.arange(n), y] = True
     columns = [target] + [torch.stack([x[:, j], torch.zeros(n)], dim=1) for j in range(d - 1)]
-    bounds = [0, len(table["train"]), len(table["train"]) + len(table["val"]), n]
+    bounds = [0, n_train, n_train + n_val, n]
 
     def role(lo: int, hi: int) -> Any:
         matrix = torch.zeros((n, d), dtype=torch.bool)
@@ -161,12 +160,27 @@ def _npt_tensors(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         "num_features": list(range(1, d)),
         "cat_target_cols": [0],
         "num_target_cols": [],
-        "input_feature_dims": [3] + [2] * (d - 1),
+        "input_feature_dims": [n_classes + 1] + [2] * (d - 1),
         "fixed_test_set_index": None,
-        "auroc_setting": True,
+        "auroc_setting": auroc_setting,
     }
-    sigmas = [-1.0] + [1.0] * (d - 1)
-    return data_dict, metadata, sigmas
+    return data_dict, metadata, [-1.0] + [1.0] * (d - 1)
+
+
+def _npt_tensors(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[float]]:
+    """Their encoded table of the timing case's random binary table."""
+    import torch
+
+    table = npt_random_table(settings["n_rows"], settings["n_features"], seed=settings.get("seed", 0))
+    order = torch.cat([table["train"], table["val"], table["test"]])
+    return npt_encoded_table(
+        table["x"][order],
+        table["y"][order],
+        2,
+        len(table["train"]),
+        len(table["val"]),
+        auroc_setting=True,
+    )
 
 
 def _npt(spec: dict[str, Any]) -> tuple[Step, Step, dict[str, Any]]:

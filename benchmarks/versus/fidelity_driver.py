@@ -26,7 +26,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from benchmarks.versus.driver import _Config, _npt_argv, serve
+from benchmarks.versus.driver import _Config, _npt_argv, npt_encoded_table, serve
 
 __all__ = ["main", "npt_tables"]
 
@@ -73,38 +73,11 @@ def npt_tables(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], li
     order = train + val + test
     x = torch.tensor(spec["x"], dtype=torch.float32)[order]
     y = torch.tensor(spec["y"], dtype=torch.long)[order]
-    n, d = x.shape[0], x.shape[1] + 1
-    n_classes = int(spec["n_classes"])
-    target = torch.zeros((n, n_classes + 1), dtype=torch.bool)
-    target[torch.arange(n), y] = True
-    columns = [target] + [torch.stack([x[:, j], torch.zeros(n)], dim=1) for j in range(d - 1)]
-    bounds = [0, len(train), len(train) + len(val), n]
-
-    def role(lo: int, hi: int) -> Any:
-        matrix = torch.zeros((n, d), dtype=torch.bool)
-        matrix[lo:hi, 0] = True
-        return matrix
-
-    data_dict = {
-        "data_arrs": columns,
-        "missing_matrix": torch.zeros((n, d), dtype=torch.bool),
-        "train_mask_matrix": role(bounds[0], bounds[1]),
-        "val_mask_matrix": role(bounds[1], bounds[2]),
-        "test_mask_matrix": role(bounds[2], bounds[3]),
-        "new_train_val_test_indices": [list(range(bounds[i], bounds[i + 1])) for i in range(3)],
-    }
-    metadata = {
-        "N": n,
-        "D": d,
-        "cat_features": [0],
-        "num_features": list(range(1, d)),
-        "cat_target_cols": [0],
-        "num_target_cols": [],
-        "input_feature_dims": [n_classes + 1] + [2] * (d - 1),
-        "fixed_test_set_index": None,
-        "auroc_setting": False,  # their AUROC is logged only, through torchmetrics (stubbed)
-    }
-    return data_dict, metadata, [-1.0] + [1.0] * (d - 1), order
+    # their AUROC is logged only, through torchmetrics (stubbed), so it stays off
+    data_dict, metadata, sigmas = npt_encoded_table(
+        x, y, int(spec["n_classes"]), len(train), len(val), auroc_setting=False
+    )
+    return data_dict, metadata, sigmas, order
 
 
 def _best_epoch(path: Any) -> int | None:
