@@ -84,3 +84,13 @@ def test_inconclusive_says_how_many_runs_would_decide(delta, expected):
     test = compare(ours, paper, MARGIN, 0.05)
     text = verdicts.runs_to_decide(test, ours, paper, 0.05)
     assert "runs of our protocol would" in text and expected in text
+
+
+def test_a_side_without_a_spread_leaves_delta_untested():
+    # taking the unknown spread as zero would let the paper's SE alone call this cell `differs`
+    ours = Side(0.0866, None, None, "one fold; NLL has no closed-form sampling SE")
+    paper = Side(0.137, 0.018, 9, "the paper's ± (SE)")
+    assert compare(ours, paper, 0.0137, 0.05) is None
+    assert compare(paper, ours, 0.0137, 0.05) is None
+    assert compare(ours, Side(0.137, 0.0, 9, "exact"), 0.0137, 0.05) is None
+    assert compare(Side(0.09, 0.01, 9, "folds"), paper, 0.0137, 0.05) is not None

@@ -116,7 +116,8 @@ def rule_text(card: Scorecard) -> list[str]:
         f"paper's; **not run**: with the reason; **ours only**: a row the paper does not have (not counted). "
         f"Each side's SE is the spread two independent runs of its protocol would show: over folds "
         f"(calibrated by the split-seed experiment), or the sampling SE at the test size for one split; "
-        f"a spread over seeds of one split is never used alone. Numbers the paper quotes from other "
+        f"a spread over seeds of one split is never used alone, and a cell where either side has no "
+        f"spread is inconclusive. Numbers the paper quotes from other "
         f"papers are judged but counted apart.",
         "",
         "| metric | δ | why |",

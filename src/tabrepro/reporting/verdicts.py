@@ -11,7 +11,8 @@ practical-equivalence margin δ (params.yaml `verdicts.margins`):
 - `inconclusive`: neither; the cell says how many runs of ours would decide it.
 
 The distribution of Δ/SE is Student's t with Welch–Satterthwaite degrees of freedom where both
-sides' counts are known, otherwise the normal.
+sides' counts are known, otherwise the normal. A cell where either side's spread is unknown is
+`inconclusive`, with that side named.
 """
 
 from __future__ import annotations
@@ -128,9 +129,13 @@ def _welch_df(ours: Side, paper: Side) -> float:
 
 
 def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None:
-    """The difference and equivalence statistics, or None when Δ has no spread."""
-    variance = sum(s.se**2 for s in (ours, paper) if s.se is not None)
-    if ours.se is None and paper.se is None or variance == 0.0:
+    """The difference and equivalence statistics, or None when Δ has no spread. A side whose
+    spread is unknown leaves Δ's unknown too: taking it as zero would let the other side's spread
+    alone decide the verdict, in either direction."""
+    if ours.se is None or paper.se is None:
+        return None
+    variance = ours.se**2 + paper.se**2
+    if variance == 0.0:
         return None
     se = math.sqrt(variance)
     delta = ours.value - paper.value
