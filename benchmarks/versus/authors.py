@@ -21,9 +21,10 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.paths import REPO_ROOT, pythonpath
 from tabrepro.errors import InputError
@@ -32,6 +33,7 @@ from tabrepro.io import write_json
 __all__ = [
     "VersusError",
     "AuthorsCode",
+    "chosen_cases",
     "PROJECT_ROOT",
     "is_url",
     "check_source",
@@ -44,12 +46,24 @@ __all__ = [
 # The repository this package belongs to: the authors' code must not be put anywhere below it.
 PROJECT_ROOT = REPO_ROOT
 
+CaseT = TypeVar("CaseT")
+
 _SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/repo
 
 
 class VersusError(InputError):
     """Bad input to the comparison (a missing repository, an unknown case, a missing dependency):
     the command prints it as one line and exits with status 2."""
+
+
+def chosen_cases(names: Sequence[str] | None, default: Sequence[str], known: Mapping[str, CaseT]) -> list[CaseT]:
+    """The cases named on the command line (or the default ones), each once, in the order given;
+    an unknown name is a VersusError that lists the known ones."""
+    chosen = names or default
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise VersusError(f"unknown case {unknown[0]!r} (known: {', '.join(known)})")
+    return [known[name] for name in dict.fromkeys(chosen)]
 
 
 @dataclass(frozen=True)

@@ -199,18 +199,9 @@ def authors_settings(case: Case) -> dict[str, Any]:
         config = NPTConfig(**bench["config"])
         if config.batch_size is not None:
             raise ValueError(f"{case.name}: only the whole table as one batch is driven on the authors' side")
-        return {
-            "n_rows": bench["n_rows"],
-            "n_features": bench["n_features"],
-            "embed_dim": config.embed_dim,
-            "n_layers": config.n_layers,
-            "n_heads": config.n_heads,
-            "lr": config.lr,
-            "flat_fraction": config.flat_fraction,
-            "max_steps": config.max_steps,
-            "p_feature": config.p_feature,
-            "p_target": config.p_target,
-        }
+        from benchmarks.versus.driver import npt_shared_settings
+
+        return {"n_rows": bench["n_rows"], "n_features": bench["n_features"], **npt_shared_settings(config)}
     from tabrepro.bishop.config import BiSHopConfig
 
     # their model is their code's: the thesis/code switches stay theirs

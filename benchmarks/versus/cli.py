@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.versus import authors, cases, machine
-from benchmarks.versus.authors import VersusError
+from benchmarks.versus.authors import VersusError, chosen_cases
 from benchmarks.versus.cases import CASES, DEFAULT_CASES, Case
 from benchmarks.versus.machine import DEFAULT_MAX_LOAD
 from tabrepro.errors import InputError
@@ -189,11 +189,7 @@ def format_header(
 
 # ------------------------------------------------------------------------------- the run
 def _cases(names: list[str] | None) -> list[Case]:
-    chosen = names or DEFAULT_CASES
-    unknown = [name for name in chosen if name not in CASES]
-    if unknown:
-        raise VersusError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
-    return [CASES[name] for name in dict.fromkeys(chosen)]
+    return chosen_cases(names, DEFAULT_CASES, CASES)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from benchmarks.versus.data import breast_cancer_train, npt_random_table
 from benchmarks.versus.stubs import install_stubs
 
-__all__ = ["main", "STUBS", "prepare_imports", "serve"]
+__all__ = ["main", "STUBS", "npt_shared_settings", "prepare_imports", "serve"]
 
 # Per model: modules stubbed always (never used by a step; importing the real ones would be slow
 # or need network/credentials), and modules stubbed only where they are not installed.
@@ -79,6 +79,16 @@ class _Config(dict):
 
 
 # ---------------------------------------------------------------------------------------- NPT
+NPT_SHARED_SETTINGS = ("embed_dim", "n_layers", "n_heads", "lr", "flat_fraction", "max_steps", "p_feature", "p_target")
+
+
+def npt_shared_settings(config: Any) -> dict[str, Any]:
+    """The fields of our NPTConfig that both sides share (shape and optimisation), in the names
+    `_npt_argv` and `_npt_tensors` take; the callers check first that the authors' side can be
+    driven with `config` at all."""
+    return {name: getattr(config, name) for name in NPT_SHARED_SETTINGS}
+
+
 def _npt_argv(settings: dict[str, Any], workdir: Path, cuda: bool = False) -> list[str]:
     """Their command line for the case, in their option names (npt/configs.py), as their
     scripts/uci_class_reg.sh runs breast cancer: LAMB + Lookahead, flat-then-cosine schedule,

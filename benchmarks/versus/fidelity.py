@@ -57,7 +57,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.versus import authors, machine
-from benchmarks.versus.authors import VersusError
+from benchmarks.versus.authors import VersusError, chosen_cases
+from benchmarks.versus.driver import npt_shared_settings
 from tabrepro.errors import InputError
 from tabrepro.io import write_json
 
@@ -204,16 +205,7 @@ def authors_npt_settings(config: Any) -> dict[str, Any]:
     """The shared settings in the names benchmarks.versus.driver._npt_argv takes."""
     if config.batch_size is not None or config.lr_schedule != "flat_cosine":
         raise VersusError("the authors' side is driven full batch with the flat-then-cosine schedule only")
-    return {
-        "embed_dim": config.embed_dim,
-        "n_layers": config.n_layers,
-        "n_heads": config.n_heads,
-        "lr": config.lr,
-        "flat_fraction": config.flat_fraction,
-        "max_steps": config.max_steps,
-        "p_feature": config.p_feature,
-        "p_target": config.p_target,
-    }
+    return npt_shared_settings(config)
 
 
 # ------------------------------------------------------------------------------- the sides
@@ -528,11 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cases(names: list[str] | None) -> list[FidelityCase]:
-    chosen = names or DEFAULT_CASES
-    unknown = [name for name in chosen if name not in CASES]
-    if unknown:
-        raise VersusError(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
-    return [CASES[name] for name in dict.fromkeys(chosen)]
+    return chosen_cases(names, DEFAULT_CASES, CASES)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
