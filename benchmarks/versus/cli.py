@@ -188,10 +188,6 @@ def format_header(
 
 
 # ------------------------------------------------------------------------------- the run
-def _cases(names: list[str] | None) -> list[Case]:
-    return chosen_cases(names, DEFAULT_CASES, CASES)
-
-
 def _check_numbers(args: argparse.Namespace) -> None:
     for name in ("rounds", "steps", "threads"):
         value = getattr(args, name)
@@ -213,7 +209,7 @@ def _print(lines: Sequence[str]) -> None:
 def _run(args: argparse.Namespace) -> int:
     from benchmarks.steps.common import run_in_subprocess  # imports torch: not needed for --help
 
-    chosen = [] if args.peak_only else _cases(args.cases)
+    chosen = [] if args.peak_only else chosen_cases(args.cases, DEFAULT_CASES, CASES)
     _check_numbers(args)
     sources = {
         "npt": ("--npt-repo", args.npt_repo, args.npt_rev),

@@ -519,10 +519,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cases(names: list[str] | None) -> list[FidelityCase]:
-    return chosen_cases(names, DEFAULT_CASES, CASES)
-
-
 def _check_numbers(args: argparse.Namespace) -> None:
     for name in ("steps", "seeds", "threads"):
         value = getattr(args, name)
@@ -630,7 +626,7 @@ def _run(args: argparse.Namespace) -> int:
         current = write_report(args.record_dir, check=args.check)
         print(f"{args.record_dir / REPORT_NAME}: {'current' if current else 'stale' if args.check else 'rewritten'}")
         return 0 if current or not args.check else 1
-    chosen = _cases(args.cases)
+    chosen = chosen_cases(args.cases, DEFAULT_CASES, CASES)
     _check_numbers(args)
     for model, option, source in (("npt", "--npt-repo", args.npt_repo), ("bishop", "--bishop-repo", args.bishop_repo)):
         if any(case.not_run is None and case.model == model for case in chosen):
