@@ -143,11 +143,11 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     assert record["unobtainable_jobs"] == 1  # boston's job; breast cancer fold 1 simply did not run
     block = render_block(read_records(tmp_path / "records"), tmp_path)
     assert "1 of 3 jobs' results (1 more on datasets not obtainable here; 1 not run)" in block
-    assert "| npt | all | own | 1 | 0 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
+    assert "| npt | all | own | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 2 |" in block and "1 min 15 s" in block
     assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
 
     summary_block = render_summary(read_records(tmp_path / "records"), tmp_path)
-    assert "| `tiny` | 1 of 3 | npt | 1 | 0 | 0 | 0 | 1 | 2 |" in summary_block
+    assert "| `tiny` | 1 of 3 | npt | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 2 |" in summary_block
     assert f"({RESULTS_PAGE.as_posix()})" in summary_block
 
     readme = tmp_path / "README.md"

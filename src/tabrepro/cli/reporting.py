@@ -44,10 +44,12 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
     for paper, tables in summary(card)["papers"].items():
         for group, tally in tables["all"].items():
             if isinstance(tally, dict) and tally["cells"]:
+                what = {"own": "own runs", "quoted": "quoted numbers", "capped": "capped runs"}[group]
                 print(
-                    f"{paper} ({'own runs' if group == 'own' else 'quoted numbers'}): {tally['cells']} cells: "
-                    f"{tally['reproduced']} reproduced, {tally['differs']} differ, {tally['inconclusive']} "
-                    f"inconclusive, {tally['not_comparable']} not comparable, {tally['not_run']} not run"
+                    f"{paper} ({what}): {tally['cells']} cells: {tally['reproduced']} reproduced, "
+                    f"{tally['differs']} differ, {tally['shifted']} shifted, {tally['cannot_be_decided']} "
+                    f"cannot be decided, {tally['inconclusive']} inconclusive, {tally['not_comparable']} "
+                    f"not comparable, {tally['not_run']} not run"
                 )
 
 

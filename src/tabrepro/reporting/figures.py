@@ -522,6 +522,8 @@ def sparsity_curves(
 VERDICT_COLOURS = {
     "reproduced": "#2ca02c",
     "differs": "#d62728",
+    "shifted": "#ff7f0e",
+    "cannot be decided": "#8c564b",
     "inconclusive": "#7f7f7f",
     "not comparable": "#9467bd",
 }

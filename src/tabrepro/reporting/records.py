@@ -321,16 +321,33 @@ def _minutes(seconds: float | None) -> str:
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s"
 
 
+# The verdict columns of the records' count tables, in order (the scorecard's tally keys).
+COUNT_COLUMNS = (
+    ("reproduced", "reproduced"),
+    ("differs", "differs"),
+    ("shifted", "shifted"),
+    ("cannot be decided", "cannot_be_decided"),
+    ("inconclusive", "inconclusive"),
+    ("not comparable", "not_comparable"),
+    ("not run", "not_run"),
+)
+COUNT_HEADER = " | ".join(label for label, _ in COUNT_COLUMNS)
+COUNT_RULE = "|".join("---" for _ in COUNT_COLUMNS)
+
+
+def _tally_cells(tally: dict[str, Any]) -> str:
+    """The verdict counts of one tally as table cells (a record judged before a verdict class
+    existed has none of it: 0)."""
+    return " | ".join(str(tally.get(key, 0)) for _, key in COUNT_COLUMNS)
+
+
 def _counts_rows(summary: dict[str, Any]) -> Iterable[str]:
     for paper, tables in summary.get("papers", {}).items():
         for table, tallies in tables.items():
-            for group in ("own", "quoted"):
+            for group in ("own", "quoted", "capped"):
                 tally = tallies.get(group) or {}
                 if tally.get("cells"):
-                    yield (
-                        f"| {paper} | {table} | {group} | {tally['reproduced']} | {tally['differs']} | "
-                        f"{tally['inconclusive']} | {tally['not_comparable']} | {tally['not_run']} | {tally['cells']} |"
-                    )
+                    yield f"| {paper} | {table} | {group} | {_tally_cells(tally)} | {tally['cells']} |"
 
 
 def _without(record: dict[str, Any]) -> str:
@@ -364,8 +381,8 @@ def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) 
             f"{_minutes(record['job_wall_time_s'])} of job time. "
             f"Full verdicts: [{link}/results/scorecard/scorecard.md]({link}/results/scorecard/scorecard.md).",
             "",
-            "| paper | table | numbers | reproduced | differs | inconclusive | not comparable | not run | cells |",
-            "|---|---|---|---|---|---|---|---|---|",
+            f"| paper | table | numbers | {COUNT_HEADER} | cells |",
+            f"|---|---|---|{COUNT_RULE}|---|",
         ]
         summary_path = directory / "results" / "scorecard" / SCORECARD_SUMMARY_FILE
         lines += list(_counts_rows(json.loads(summary_path.read_text(encoding="utf-8"))))
@@ -383,8 +400,8 @@ def render_summary(records: list[tuple[Path, dict[str, Any]]], relative_to: Path
     lines = [
         SUMMARY_BEGIN,
         "",
-        "| record | results | paper | reproduced | differs | inconclusive | not comparable | not run | cells |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| record | results | paper | {COUNT_HEADER} | cells |",
+        f"|---|---|---|{COUNT_RULE}|---|",
     ]
     for directory, record in records:
         summary = json.loads((directory / "results" / "scorecard" / SCORECARD_SUMMARY_FILE).read_text("utf-8"))
@@ -393,11 +410,10 @@ def render_summary(records: list[tuple[Path, dict[str, Any]]], relative_to: Path
             if tally.get("cells"):
                 lines.append(
                     f"| `{record['name']}` | {record['results']} of {record['jobs']} | {paper} | "
-                    f"{tally['reproduced']} | {tally['differs']} | {tally['inconclusive']} | "
-                    f"{tally['not_comparable']} | {tally['not_run']} | {tally['cells']} |"
+                    f"{_tally_cells(tally)} | {tally['cells']} |"
                 )
     if not records:
-        lines.append("| _none yet_ | | | | | | | | |")
+        lines.append("| _none yet_ | | |" + " |" * (len(COUNT_COLUMNS) + 1))
     page = Path(os.path.relpath((relative_to / RESULTS_PAGE).resolve(), relative_to.resolve())).as_posix()
     lines += [
         "",

@@ -18,6 +18,7 @@ from tabrepro.io import atomic_write
 from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKDOWN_FILE, SCORECARD_SUMMARY_FILE
 from tabrepro.reporting.claims import CLAIM_HEADER, ClaimVerdict, claim_rows
 from tabrepro.reporting.scorecard import (
+    COUNT_GROUPS,
     COUNT_KEYS,
     QUOTED,
     Scorecard,
@@ -105,20 +106,31 @@ def n_text(cell: ScoreCell) -> str:
 
 
 def rule_text(card: Scorecard) -> list[str]:
-    """The rules every verdict follows, and the margins with their reasons."""
+    """The rules every verdict follows, as tabrepro.reporting.verdicts codes them, and the margins
+    with their reasons."""
     rules = card.rules
+    eq, ci = f"{100 * (1 - 2 * rules.alpha):g} %", f"{100 * (1 - rules.alpha):g} %"
     lines = [
-        f"Δ = ours − paper, judged against a margin δ per metric. **reproduced**: the "
-        f"{100 * (1 - 2 * rules.alpha):g} % CI of Δ lies inside ±δ (two one-sided tests at {rules.alpha:g}); "
-        f"**differs**: the {100 * (1 - rules.alpha):g} % CI excludes 0 after Benjamini–Hochberg within the "
-        f"table (FDR {rules.fdr:g}) and |Δ| > δ (ours higher/lower, better/worse); **inconclusive**: "
-        f"neither, with how many runs of ours would decide it; **not comparable**: other data than the "
-        f"paper's; **not run**: with the reason; **ours only**: a row the paper does not have (not counted). "
-        f"Each side's SE is the spread two independent runs of its protocol would show: over folds "
-        f"(calibrated by the split-seed experiment), or the sampling SE at the test size for one split; "
-        f"a spread over seeds of one split is never used alone, and a cell where either side has no "
-        f"spread is inconclusive. Numbers the paper quotes from other "
-        f"papers are judged but counted apart.",
+        f"Δ = ours − paper, judged against a margin δ per metric; Benjamini–Hochberg (FDR {rules.fdr:g}) "
+        f"runs within each family: a table's cells of one tally group (own, quoted, capped). "
+        f"**reproduced**: the {eq} CI of Δ lies inside ±δ (two one-sided tests at {rules.alpha:g}); "
+        f"**differs**: a minimum-effect test (H0: |Δ| ≤ δ) rejects after BH, so the {ci} CI of Δ lies "
+        f"wholly outside ±δ (ours higher/lower, better/worse); **shifted**: Δ ≠ 0 after BH, but the "
+        f"CI reaches into ±δ (a shift that may be smaller than the margin; never counted as differs); "
+        f"**cannot be decided**: the paper's own spread alone makes its {eq} half-width at least δ, so "
+        f"no run of ours can show equivalence (the verdict gives the margin it would take); "
+        f"**inconclusive**: none of these, with how many runs of ours would decide it; **not "
+        f"comparable**: other data than the paper's; **not run**: with the reason; **ours only**: a "
+        f"row the paper does not have (not counted). Each side's SE is the spread two independent "
+        f"runs of its protocol would show: SD/√n over folds (shrunk only by a factor a split-seed "
+        f"record measured for that model and metric, and never on the paper's side), or for one split "
+        f"the sampling SE at the test size evaluated at the two sides' pooled value (closed form for "
+        f"accuracy and AUROC; otherwise a bootstrap over the job's saved test predictions), plus the "
+        f"seeds' spread where seeds were repeated; a spread over seeds of one split is never used "
+        f"alone, and a cell where either side has no spread is not tested. Numbers the paper quotes "
+        f"from other papers, and cells we ran below the paper's protocol (**capped**: a smaller search, "
+        f"fixed settings), are judged but counted apart; a table that holds the same fits as another "
+        f"on another scale (MSE = RMSE²) is shown but counted once, with that table.",
         "",
         "| metric | δ | why |",
         "|---|---|---|",
@@ -183,7 +195,7 @@ def count_rows(card: Scorecard) -> list[list[Any]]:
     rows = []
     for paper, tables in summary(card)["papers"].items():
         for table, tally in tables.items():
-            for group in ("own", "quoted"):
+            for group in COUNT_GROUPS:
                 t = tally[group]
                 if not t["cells"]:
                     continue

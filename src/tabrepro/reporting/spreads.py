@@ -4,22 +4,30 @@ A spread over seeds of one split leaves out the largest source of difference bet
 a holdout protocol, which test rows the split drew; so it is never used alone. The sources, in the
 order they are used:
 
-- k-fold results: the SD of the fold means / √n, times the calibration factor that the split-seed
-  experiment measured for the metric (params.yaml `verdicts.spread_calibration`);
-- one split (holdout): the sampling SE of the metric at the test size, plus the seeds' own spread
-  (SD²/r) where the run repeated its seeds;
-- the paper's ±, as SE (an SD divided by √ of its folds or runs), calibrated like ours when it is
-  over folds; where it gives none: its stated bound (BiSHop's "variances ≤ 0.13 %") plus the sampling SE
-  at its test size, or, for a k-fold protocol, our SE (the same protocol on the same data).
+- k-fold results: the SD of the fold means / √n. A factor below 1 is applied only for a model ×
+  metric that a split-seed record measured on at least `min_datasets` datasets with at least
+  `min_split_seeds` split seeds each, at the judged profile's search budget, and then its upper
+  one-sided bound (`qualified_factors`); never on the paper's side (the NPT authors' folds overlap,
+  so their ± is not the fold procedure the record measured);
+- one split (holdout): the sampling SE of the metric at the test size, evaluated at the value both
+  sides pool under the null (their mean), so that a printed 100.00 or 0 does not carry SE 0; from
+  the job's saved test predictions (a bootstrap over test rows) where no closed form exists; plus
+  the seeds' own spread (SD²/r) where the run repeated its seeds;
+- the paper's ±, as SE (an SD divided by √ of its folds or runs); where it gives none: its stated
+  bound (BiSHop's "variances ≤ 0.13 %") plus the sampling SE at its test size, or, for a k-fold
+  protocol, our SE (the same protocol on the same data).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["calibration_factors", "hanley_mcneil_se", "sampling_se"]
+from scipy import stats
+
+__all__ = ["KfoldFactor", "hanley_mcneil_se", "pooled_value", "qualified_factors", "sampling_se"]
 
 PCT_METRICS = {"accuracy_pct": "accuracy", "auc_pct": "auroc", "r2_pct": "r2"}
 
@@ -65,21 +73,71 @@ def sampling_se(
     return None
 
 
+def pooled_value(ours: float, paper: float | None) -> float:
+    """The value a sampling SE is evaluated at: under the null both sides share one true value,
+    best estimated by their mean; our own value where the paper has none."""
+    return ours if paper is None else (ours + paper) / 2.0
+
+
 # Metrics that are another metric on another scale: the same factor applies.
 SAME_SPREAD_AS = {"auc_pct": "auroc"}
 
 
-def calibration_factors(summary: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """Per metric, the factor between the k-fold SE and the spread of the protocol's mean over
-    independent runs, from the split-seed record's summary rows (scripts/calibrate_spread.py): the
-    root mean square of the rows' ratios (empirical SD / assigned SE), rounded to two places, so
-    that datasets and models of different scales weigh alike. params.yaml carries these numbers
-    (`verdicts.spread_calibration.kfold`); a test checks that they match the record."""
-    ratios: dict[str, list[float]] = {}
-    for row in summary:
-        ratios.setdefault(row["metric"], []).append(float(row["ratio_assigned"]))
-    factors = {m: round(math.sqrt(sum(r * r for r in rs) / len(rs)), 2) for m, rs in sorted(ratios.items())}
-    for alias, metric in SAME_SPREAD_AS.items():
-        if metric in factors:
-            factors[alias] = factors[metric]
-    return dict(sorted(factors.items()))
+@dataclass(frozen=True)
+class KfoldFactor:
+    """A measured factor for one model × metric's k-fold SE, and what it rests on."""
+
+    model: str
+    metric: str
+    factor: float
+    datasets: tuple[str, ...]
+    min_seeds: int
+    basis: str
+
+
+def _upper_ratio(row: Mapping[str, Any], level: float) -> float:
+    """The upper one-sided `level` bound of a record row's ratio (empirical SD over split seeds /
+    assigned SE), from the chi-square distribution of the sample variance over its seeds."""
+    n = int(row["n_seeds"])
+    sd_upper = float(row["empirical_sd"]) * math.sqrt((n - 1) / float(stats.chi2.ppf(1.0 - level, n - 1)))
+    return sd_upper / float(row["assigned_se_mean"])
+
+
+def qualified_factors(
+    record: Mapping[str, Any],
+    *,
+    max_configs: int | None,
+    min_datasets: int,
+    min_split_seeds: int,
+    level: float,
+    source: str,
+) -> dict[tuple[str, str], KfoldFactor]:
+    """The k-fold factors a split-seed record (scripts/calibrate_spread.py) supports, per
+    (model, metric): only where it measured the model on `min_datasets` datasets or more, each
+    with `min_split_seeds` seeds or more, at the search budget `max_configs` of the profile being
+    judged; the factor is the largest of the datasets' upper `level` bounds, and is used only when
+    it is below 1. Everything else keeps the plain SD/√n."""
+    settings = record.get("settings") or {}
+    if max_configs is not None and settings.get("max_configs") != max_configs:
+        return {}
+    rows: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in record.get("summary") or []:
+        rows.setdefault((str(row["model"]), str(row["metric"])), []).append(row)
+    found: dict[tuple[str, str], KfoldFactor] = {}
+    for (model, metric), group in sorted(rows.items()):
+        datasets = tuple(sorted({str(r["dataset"]) for r in group}))
+        seeds = min(int(r["n_seeds"]) for r in group)
+        if len(datasets) < min_datasets or seeds < min_split_seeds:
+            continue
+        factor = round(max(_upper_ratio(r, level) for r in group), 2)
+        if factor >= 1.0:
+            continue
+        basis = (
+            f"× {factor:.2f}, the upper {100 * level:g} % bound measured over {len(datasets)} datasets "
+            f"× ≥{seeds} split seeds ({source})"
+        )
+        found[(model, metric)] = KfoldFactor(model, metric, factor, datasets, seeds, basis)
+        for alias, base in SAME_SPREAD_AS.items():
+            if base == metric:
+                found[(model, alias)] = KfoldFactor(model, alias, factor, datasets, seeds, basis)
+    return found

@@ -3,22 +3,28 @@
 A cell compares ours with the paper's number through Δ = ours − paper and the standard error of Δ,
 SE = √(SE_ours² + SE_paper²), each side's SE being the spread that two independent runs of that
 side's protocol would show (tabrepro.reporting.spreads). Every verdict is stated against a declared
-practical-equivalence margin δ (params.yaml `verdicts.margins`):
+practical-equivalence margin δ (params.yaml `verdicts.margins`), and each names what its test
+shows (equivalence and minimum-effect testing, Lakens, Scheel & Isager 2018):
 
 - `reproduced`: two one-sided tests at level α put Δ inside ±δ (the 1 − 2α CI of Δ lies in ±δ);
-- `differs`: the 1 − α CI of Δ excludes 0 after Benjamini–Hochberg across the table's cells (scipy),
-  and |Δ| > δ; with its direction, and whether that is better or worse for the metric;
-- `inconclusive`: neither; the cell says how many runs of ours would decide it.
+- `differs`: a minimum-effect test (H0: |Δ| ≤ δ) rejects after Benjamini–Hochberg within the
+  cell's family (scipy): the 1 − α CI of Δ lies wholly outside ±δ; with its direction;
+- `shifted`: Δ ≠ 0 after Benjamini–Hochberg within the family, but the CI reaches into ±δ: a
+  shift that may be smaller than the margin, never counted as `differs`;
+- `cannot be decided`: the paper's spread alone rules out `reproduced` at δ (its 1 − 2α
+  half-width is at least δ), so no run of ours can pass the equivalence test; the cell shows the
+  margin it would take;
+- `inconclusive`: none of these; the cell says how many more runs would decide it.
 
 The distribution of Δ/SE is Student's t with Welch–Satterthwaite degrees of freedom where both
 sides' counts are known, otherwise the normal. A cell where either side's spread is unknown is
-`inconclusive`, with that side named.
+not tested.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,9 @@ from scipy import stats
 __all__ = [
     "DIFFERS",
     "INCONCLUSIVE",
+    "Judged",
+    "SHIFTED",
+    "UNDECIDABLE",
     "NOT_COMPARABLE",
     "NOT_RUN",
     "OURS_ONLY",
@@ -43,7 +52,8 @@ __all__ = [
     "runs_to_decide",
 ]
 
-REPRODUCED, DIFFERS, INCONCLUSIVE = "reproduced", "differs", "inconclusive"
+REPRODUCED, DIFFERS, SHIFTED = "reproduced", "differs", "shifted"
+UNDECIDABLE, INCONCLUSIVE = "cannot be decided", "inconclusive"
 NOT_COMPARABLE, NOT_RUN, OURS_ONLY = "not comparable", "not run", "ours only"
 
 
@@ -101,7 +111,13 @@ class Side:
 
 @dataclass(frozen=True)
 class Test:
-    """The statistics of one comparison, before the table's multiple-testing step."""
+    """The statistics of one comparison, before its family's multiple-testing step.
+
+    `p_difference` tests H0: Δ = 0; `p_minimum_effect` tests H0: |Δ| ≤ δ (two-sided: below α
+    exactly when the 1 − α CI lies wholly outside ±δ); `p_equivalence` is TOST's (H0: |Δ| ≥ δ).
+    `floor` is the smallest margin the paper's spread alone lets the equivalence test pass at:
+    its 1 − 2α half-width, reached as our SE goes to 0.
+    """
 
     delta: float
     se: float
@@ -110,13 +126,20 @@ class Test:
     ci95: tuple[float, float]
     ci90: tuple[float, float]
     p_difference: float
+    p_minimum_effect: float
     p_equivalence: float
     alpha: float
+    floor: float
 
     @property
     def equivalent(self) -> bool:
         """TOST at level α: the 1 − 2α CI of Δ lies inside ±δ."""
         return self.p_equivalence < self.alpha
+
+    @property
+    def decidable(self) -> bool:
+        """Whether any run of ours could show equivalence: the paper's half-width is below δ."""
+        return self.floor < self.margin
 
 
 def _welch_df(ours: Side, paper: Side) -> float:
@@ -129,9 +152,9 @@ def _welch_df(ours: Side, paper: Side) -> float:
 
 
 def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None:
-    """The difference and equivalence statistics, or None when Δ has no spread. A side whose
-    spread is unknown leaves Δ's unknown too: taking it as zero would let the other side's spread
-    alone decide the verdict, in either direction."""
+    """The difference, minimum-effect and equivalence statistics, or None when Δ has no spread. A
+    side whose spread is unknown leaves Δ's unknown too: taking it as zero would let the other
+    side's spread alone decide the verdict, in either direction."""
     if ours.se is None or paper.se is None:
         return None
     variance = ours.se**2 + paper.se**2
@@ -143,8 +166,12 @@ def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None
     t = stats.t  # df = inf is the normal
     q95, q90 = t.ppf([1 - alpha / 2, 1 - alpha], df)
     p_difference = float(2 * t.sf(abs(delta) / se, df))
+    # minimum-effect test: the one-sided test on the side Δ lies, doubled (both directions tested)
+    p_minimum_effect = float(min(1.0, 2 * t.sf((abs(delta) - margin) / se, df)))
     # TOST: both one-sided nulls (Δ ≤ −δ, Δ ≥ +δ) rejected at α
     p_equivalence = float(max(t.sf((delta + margin) / se, df), t.cdf((delta - margin) / se, df)))
+    paper_df = paper.df if paper.df is not None and paper.df > 0 else math.inf
+    floor = float(t.ppf(1 - alpha, paper_df) * paper.se)
     return Test(
         delta=delta,
         se=se,
@@ -153,8 +180,10 @@ def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None
         ci95=(delta - q95 * se, delta + q95 * se),
         ci90=(delta - q90 * se, delta + q90 * se),
         p_difference=p_difference,
+        p_minimum_effect=p_minimum_effect,
         p_equivalence=p_equivalence,
         alpha=alpha,
+        floor=floor,
     )
 
 
@@ -166,34 +195,62 @@ def adjust_table(p_values: Sequence[float], fdr: float) -> tuple[np.ndarray, np.
     return adjusted <= fdr, adjusted
 
 
-def decide(test: Test, rejected_after_bh: bool) -> str:
-    """The verdict class of one compared cell."""
+@dataclass(frozen=True)
+class Judged:
+    """A tested cell's verdict class and its BH-adjusted p-values (difference, minimum effect)."""
+
+    verdict: str
+    p_adjusted: float
+    p_minimum_effect_adjusted: float
+
+
+def decide(test: Test, beyond_margin: bool, nonzero: bool) -> str:
+    """The verdict class of one tested cell, given its family's BH decisions: `beyond_margin` for
+    the minimum-effect test, `nonzero` for the difference test."""
     if test.equivalent:
         return REPRODUCED
-    if rejected_after_bh and abs(test.delta) > test.margin:
+    if beyond_margin:
         return DIFFERS
+    if nonzero:
+        return SHIFTED
+    if not test.decidable:
+        return UNDECIDABLE
     return INCONCLUSIVE
 
 
-def judge_table(tests: Sequence[Test | None], fdr: float) -> list[tuple[str, float] | None]:
-    """Verdict class and BH-adjusted p of each tested cell of one table (None where untested)."""
-    tested = [i for i, t in enumerate(tests) if t is not None]
-    rejected, adjusted = adjust_table([tests[i].p_difference for i in tested], fdr)
-    out: list[tuple[str, float] | None] = [None] * len(tests)
-    for i, r, p in zip(tested, rejected, adjusted, strict=True):
-        out[i] = (decide(tests[i], bool(r)), float(p))
+def judge_table(
+    tests: Sequence[Test | None], fdr: float, families: Sequence[Hashable] | None = None
+) -> list[Judged | None]:
+    """Each tested cell's verdict, with Benjamini–Hochberg applied within each family (cells with
+    the same key in `families`; one family when None). None where a cell was not tested."""
+    keys = list(families) if families is not None else [None] * len(tests)
+    if len(keys) != len(tests):
+        raise ValueError(f"{len(tests)} tests but {len(keys)} family keys")
+    out: list[Judged | None] = [None] * len(tests)
+    for family in dict.fromkeys(k for k, t in zip(keys, tests, strict=True) if t is not None):
+        members = [i for i, (k, t) in enumerate(zip(keys, tests, strict=True)) if t is not None and k == family]
+        picked = [tests[i] for i in members]
+        nonzero, p_adjusted = adjust_table([t.p_difference for t in picked if t is not None], fdr)
+        beyond, p_me_adjusted = adjust_table([t.p_minimum_effect for t in picked if t is not None], fdr)
+        for j, i in enumerate(members):
+            test = tests[i]
+            assert test is not None
+            out[i] = Judged(
+                decide(test, bool(beyond[j]), bool(nonzero[j])), float(p_adjusted[j]), float(p_me_adjusted[j])
+            )
     return out
 
 
 def runs_to_decide(test: Test, ours: Side, paper: Side, alpha: float) -> str:
-    """How many runs of our protocol (each as many folds or seeds as this one) would decide an
-    inconclusive cell, with Δ held where it is; or why more runs of ours cannot."""
+    """How many runs of our protocol in all (each as many folds or seeds as this one) would decide
+    an inconclusive cell at about even odds, with Δ held where it is and before the family's BH
+    step; or why more runs of ours cannot."""
     gap = abs(test.delta)
     z90, z95 = stats.norm.ppf(1 - alpha), stats.norm.ppf(1 - alpha / 2)
     if gap < test.margin:
         needed, goal = (test.margin - gap) / z90, "show equivalence"
     elif gap > test.margin:
-        needed, goal = gap / z95, "show the difference"
+        needed, goal = (gap - test.margin) / z95, "show the difference beyond the margin"
     else:
         return "Δ sits on the margin: more runs would not move the verdict"
     paper_var = paper.se**2 if paper.se else 0.0
@@ -202,4 +259,4 @@ def runs_to_decide(test: Test, ours: Side, paper: Side, alpha: float) -> str:
     if room <= 0 or ours_var == 0.0:
         return f"the paper's spread alone is too wide to {goal}: more runs of ours cannot decide it"
     runs = max(2, math.ceil(ours_var / room))
-    return f"≈{runs} runs of our protocol would {goal} (if Δ stays at {test.delta:+.3g})"
+    return f"≈{runs} runs of our protocol in all ({runs - 1} more) would {goal} (if Δ stays at {test.delta:+.3g})"

@@ -15,6 +15,7 @@ Outputs carry no timestamps, so DVC sees summary.json change only when a verdict
 """
 
 from tabrepro.reporting.scorecard.card import (
+    CAPPED,
     COUNT_GROUPS,
     COUNT_KEYS,
     OWN,
@@ -34,6 +35,7 @@ from tabrepro.reporting.scorecard.judge import build_scorecard, rules_of
 __all__ = [
     "COUNT_GROUPS",
     "COUNT_KEYS",
+    "CAPPED",
     "OWN",
     "QUOTED",
     "UNCOUNTED",

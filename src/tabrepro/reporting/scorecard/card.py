@@ -18,17 +18,21 @@ from tabrepro.reporting.verdicts import (
     NOT_RUN,
     OURS_ONLY,
     REPRODUCED,
+    SHIFTED,
+    UNDECIDABLE,
     VerdictRules,
 )
 
-VERDICTS = (REPRODUCED, DIFFERS, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, OURS_ONLY)
+VERDICTS = (REPRODUCED, DIFFERS, SHIFTED, UNDECIDABLE, INCONCLUSIVE, NOT_COMPARABLE, NOT_RUN, OURS_ONLY)
 COUNT_KEYS = {v: v.replace(" ", "_") for v in VERDICTS}
 
 
-# Which tally a cell enters: the paper's own runs, numbers it quotes from other papers, or none
-# (rows the paper does not have).
-OWN, QUOTED, UNCOUNTED = "own", "quoted", "none"
-COUNT_GROUPS = (OWN, QUOTED)
+# Which tally a cell enters: the paper's own runs at the paper's protocol; numbers it quotes from
+# other papers; cells our run made below the paper's protocol (a capped search, fixed settings:
+# another experiment); or none (rows the paper does not have). Each is also its own
+# Benjamini–Hochberg family within a table.
+OWN, QUOTED, CAPPED, UNCOUNTED = "own", "quoted", "capped", "none"
+COUNT_GROUPS = (OWN, QUOTED, CAPPED)
 
 
 class ScorecardError(InputError, ValueError):
@@ -63,12 +67,18 @@ class ScoreCell:
     delta: float | None
     ci_low: float | None
     ci_high: float | None
+    ci90_low: float | None
+    ci90_high: float | None
     p_difference: float | None
     p_adjusted: float | None
+    p_minimum_effect: float | None
+    p_minimum_effect_adjusted: float | None
+    margin_needed: float | None
     verdict_class: str
     verdict: str
     better_or_worse: str | None
     count_group: str
+    counted_with: str | None
     budget: str | None
     reason: str | None
     notes: str
@@ -94,9 +104,10 @@ def higher_is_better(metric: str) -> bool | None:
 
 
 def counts(cells: Iterable[ScoreCell]) -> dict[str, Any]:
-    """Cells per verdict, the paper's own runs apart from the numbers it quotes; `ours only`
-    cells (rows the paper lacks) are listed but enter neither tally."""
-    cells = list(cells)
+    """Cells per verdict, the paper's own runs apart from the numbers it quotes and from our capped
+    runs; `ours only` cells (rows the paper lacks) are listed but enter no tally, and a cell that is
+    another table's fit on another scale (`counted_with`, MSE = RMSE²) is counted there, once."""
+    cells = [c for c in cells if c.counted_with is None]
 
     def tally(group: Iterable[ScoreCell]) -> dict[str, int]:
         found = Counter(c.verdict_class for c in group)

@@ -45,6 +45,7 @@ class PaperContext:
             self.by_job.setdefault((result["dataset"], result["model"]), {})[result["fold"]] = result
         self._fetch: dict[str, FetchStatus | None] = {}
         self._checks: dict[str, str] = {}
+        self._bias: dict[str, dict[str, Any] | None] = {}
 
     def fetch_status(self, dataset: str) -> FetchStatus | None:
         source = self.params.source_of(self.paper, dataset)
@@ -62,6 +63,43 @@ class PaperContext:
         if status is None or getattr(status, "verified", True):
             return None
         return "data fetched without a pinned or independent checksum (unverified)"
+
+    def selection_bias_note(self, dataset: str, model: str | None, metric: str) -> str:
+        """What picking a configuration on test rows is measured to gain (params.yaml
+        `verdicts.selection_bias`): for this dataset × model where the record has it, else the
+        range over the record's cases, at its largest budget."""
+        head = "the paper selected this configuration on test rows"
+        section = self.params.raw["verdicts"].get("selection_bias")
+        if not section:
+            return head
+        path = Path(self.params.source).parent / section["record"]
+        if str(path) not in self._bias:
+            try:
+                self._bias[str(path)] = json.loads(path.read_text(encoding="utf-8")).get("cases") or {}
+            except FileNotFoundError:  # a params.yaml copied without the records beside it
+                self._bias[str(path)] = None
+            except (OSError, ValueError) as error:
+                raise ScorecardError(f"{path}: cannot read the selection-bias record: {error}") from None
+        cases = self._bias[str(path)]
+        if cases is None:
+            return f"{head} ({section['record']}, which measures what that gains, is not here)"
+        return head + selection_gain_text(cases, dataset, model, metric, section["record"])
+
+    def prediction_se(self, dataset: str, model: str | None, folds: dict[int, Any]) -> Any:
+        """A function metric -> bootstrap SE over the one split's saved test predictions, or None
+        when the job kept none (k-fold cells take their spread from the folds)."""
+        if model is None or len(folds) != 1:
+            return None
+        entry = getattr(self.params.layout, "job_test_predictions", None)
+        if entry is None:
+            return None
+        path = entry.path(Job(self.paper, dataset, model, next(iter(folds))))
+        if not path.is_file():
+            return None
+        from tabrepro.evaluation.prediction_spread import test_metric_se
+
+        seed = int(self.params.raw["seed"])
+        return lambda metric: test_metric_se(path, metric, seed=seed)
 
     def implementation_note(self, model: str | None) -> str | None:
         """What the model's check against the authors' implementation found (params.yaml
@@ -138,6 +176,41 @@ class PaperContext:
         if status is None:
             return "not run yet (data not fetched yet)"
         return "not run yet"
+
+
+# record metric -> the scale factor to a table metric of the same quantity
+_SCALES = {("auroc", "auc_pct"): 100.0, ("auroc", "auroc"): 1.0, ("accuracy", "accuracy_pct"): 100.0}
+
+
+def selection_gain_text(cases: dict[str, Any], dataset: str, model: str | None, metric: str, source: str) -> str:
+    """`; <source> measured ...` for one cell, from a selection-bias record's cases (each: the test
+    score picked on test minus the one picked on validation, per search budget)."""
+
+    def largest(case: dict[str, Any]) -> tuple[int, float] | None:
+        budgets = case.get("by_budget") or {}
+        if not budgets:
+            return None
+        top = max(budgets, key=int)
+        return int(top), float(budgets[top]["gain"])
+
+    usable = {
+        name: (found, _SCALES[(case.get("metric"), metric)])
+        for name, case in cases.items()
+        if (case.get("metric"), metric) in _SCALES and (found := largest(case)) is not None
+    }
+    if not usable:
+        return f" ({source} has no case measured on {metric})"
+    own = usable.get(f"{dataset}:{model}")
+    if own is not None:
+        (budget, gain), scale = own
+        return (
+            f"; {source} measured that this gains {scale * gain:.3g} on {dataset} × {model} at {budget} configurations"
+        )
+    gains = sorted(scale * gain for (_, gain), scale in usable.values())
+    return (
+        f"; {source} measured gains of {gains[0]:.3g} to {gains[-1]:.3g} (median {gains[len(gains) // 2]:.3g}) "
+        f"over {len(gains)} other dataset × model cases at their largest budget"
+    )
 
 
 def _failure_text(runs: Runs) -> str:

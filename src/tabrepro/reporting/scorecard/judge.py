@@ -1,5 +1,6 @@
 """Judging: every cell of every table of the profile's papers, as drafts (both sides and the
-test), then Benjamini–Hochberg within the table and each cell's verdict."""
+test), then Benjamini–Hochberg within each family (table × own / quoted / capped) and each cell's
+verdict."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from tabrepro.data.registry import get_source
 from tabrepro.reporting.reference import reference_table_id
 from tabrepro.reporting.scorecard.card import (
+    CAPPED,
     OWN,
     QUOTED,
     UNCOUNTED,
@@ -29,6 +31,9 @@ from tabrepro.reporting.verdicts import (
     NOT_RUN,
     OURS_ONLY,
     REPRODUCED,
+    SHIFTED,
+    UNDECIDABLE,
+    Judged,
     Side,
     Test,
     VerdictRules,
@@ -105,12 +110,18 @@ def _base(ctx: PaperContext, key: str, column: str, method: str, model: str | No
         delta=None,
         ci_low=None,
         ci_high=None,
+        ci90_low=None,
+        ci90_high=None,
         p_difference=None,
         p_adjusted=None,
+        p_minimum_effect=None,
+        p_minimum_effect_adjusted=None,
+        margin_needed=None,
         verdict_class=NOT_RUN,
         verdict=NOT_RUN,
         better_or_worse=None,
         count_group=(QUOTED if value.quoted else OWN) if value else UNCOUNTED,
+        counted_with=ctx.cfg["tables"][key].get("counted_with"),
         budget=None,
         reason=None,
         notes="",
@@ -130,7 +141,11 @@ def _compared(draft: _Draft, ours: Side, paper: Side, metric: str, rules: Verdic
         return draft
     draft.test = compare(ours, paper, margin.width(paper.value), rules.alpha)
     if draft.test is not None:
-        draft.fields.update(ci_low=draft.test.ci95[0], ci_high=draft.test.ci95[1], p_difference=draft.test.p_difference)
+        t = draft.test
+        draft.fields.update(
+            ci_low=t.ci95[0], ci_high=t.ci95[1], ci90_low=t.ci90[0], ci90_high=t.ci90[1],
+            p_difference=t.p_difference, p_minimum_effect=t.p_minimum_effect,
+        )  # fmt: skip
     return draft
 
 
@@ -166,9 +181,13 @@ def _dataset_cell(
     ]
     reason = ctx.not_run_reason(dataset, model)
     expected = model is not None and ctx.expects(dataset, model)
+    if cell.paper is not None and cell.paper.selected_on == "test":
+        notes.append(ctx.selection_bias_note(dataset, model, cell.metric))
     if expected:
         draft.fields["budget"] = ctx.params.budget_note(ctx.paper, dataset, model)
         draft.fields["n_expected"] = len(ctx.params.folds(ctx.paper, dataset))
+        if draft.fields["budget"] and draft.fields["count_group"] == OWN:
+            draft.fields["count_group"] = CAPPED
     if cell.ours_mean is None:
         draft.fields["reason"] = reason or f"no fold result has the metric {cell.metric!r}"
         draft.fields["notes"] = "; ".join(notes)
@@ -181,11 +200,14 @@ def _dataset_cell(
         if cell.count is not None and cell.count < len(runs.present):
             notes.append(f"the metric is missing in {len(runs.present) - cell.count} of the fold results")
     draft.fields["notes"] = "; ".join(notes)
-    ours = ours_side(ctx.params, ctx.paper, dataset, cell, table_cfg.get("spread", "se"), folds)
+    bootstrap = ctx.prediction_se(dataset, model, folds)
+    paper_value = cell.paper.value if cell.paper is not None else None
+    spread = table_cfg.get("spread", "se")
+    ours = ours_side(ctx.params, ctx.paper, dataset, model, cell, spread, folds, paper_value, bootstrap)
     if cell.paper is None:
         draft.fields.update(ours_se=ours.se, ours_se_basis=ours.basis)
         return draft
-    paper = paper_side(ctx.params, ctx.paper, dataset, table_cfg, cell.paper, ours, folds)
+    paper = paper_side(ctx.params, ctx.paper, dataset, table_cfg, cell.paper, ours, folds, bootstrap)
     return _compared(draft, ours, paper, cell.metric, ctx.rules)
 
 
@@ -220,7 +242,10 @@ def _rank_cells(ctx: PaperContext, key: str, view: TableView) -> list[_Draft]:
                 continue
             ours = Side(cell.ours_mean, cell.ours_spread, (cell.count or 1) - 1, f"{cell.count} datasets")
             paper_se = cell.paper.spread if cell.paper.spread_kind == "se" else None
-            paper = Side(cell.paper.value, paper_se, None, "the paper's ± (SE)" if paper_se else "none given")
+            # the paper's mean rank is over the same datasets: its SE has as many degrees of freedom
+            paper_df = len(datasets) - 1 if len(datasets) > 1 else None
+            basis = f"the paper's ± (SE over {len(datasets)} datasets)" if paper_se else "none given"
+            paper = Side(cell.paper.value, paper_se, paper_df, basis)
             drafts.append(_compared(draft, ours, paper, cell.metric, ctx.rules))
     return drafts
 
@@ -252,13 +277,20 @@ def _rank_gap(ctx: PaperContext, task: str, metric: str, datasets: list[str], me
     )
 
 
+def _family(draft: _Draft) -> tuple[str, str, str]:
+    """The Benjamini–Hochberg family of a cell: its table and tally group; cells judged on other
+    data than the paper's are a family of their own, outside every tally."""
+    group = draft.fields["count_group"] if draft.comparable else NOT_COMPARABLE
+    return (draft.fields["paper"], draft.fields["table"], group)
+
+
 def _finalise(drafts: list[_Draft], rules: VerdictRules) -> list[ScoreCell]:
-    """Benjamini–Hochberg over the table's tested cells, then each cell's verdict."""
-    judged = judge_table([d.test for d in drafts], rules.fdr)
+    """Benjamini–Hochberg within each family of the table's tested cells, then each cell's verdict."""
+    judged = judge_table([d.test for d in drafts], rules.fdr, [_family(d) for d in drafts])
     return [ScoreCell(**_verdict(d, j, rules)) for d, j in zip(drafts, judged, strict=True)]
 
 
-def _verdict(draft: _Draft, judged: tuple[str, float] | None, rules: VerdictRules) -> dict[str, Any]:
+def _verdict(draft: _Draft, judged: Judged | None, rules: VerdictRules) -> dict[str, Any]:
     out = dict(draft.fields)
     notes = [out["notes"]] if out["notes"] else []
     if out["ours_mean"] is None:
@@ -268,21 +300,32 @@ def _verdict(draft: _Draft, judged: tuple[str, float] | None, rules: VerdictRule
     if draft.ours is None:  # never compared: a rank cell whose datasets are not all there (the reason says)
         return out
     test = draft.test
-    if test is None:
+    if test is None or judged is None:
         missing = "" if out["reason"] else " (" + _no_spread(draft) + ")"
         text = f"{INCONCLUSIVE}{missing}"
         return out | dict(verdict_class=INCONCLUSIVE if draft.comparable else NOT_COMPARABLE, verdict=text)
-    verdict_class, out["p_adjusted"] = judged
+    verdict_class = judged.verdict
+    out.update(p_adjusted=judged.p_adjusted, p_minimum_effect_adjusted=judged.p_minimum_effect_adjusted)
+    if not test.decidable:
+        out["margin_needed"] = test.floor
     higher = test.delta > 0
     direction = higher_is_better(out["metric"])
-    if verdict_class == DIFFERS:
+    side = "higher" if higher else "lower"
+    if verdict_class in (DIFFERS, SHIFTED):
         out["better_or_worse"] = None if direction is None else ("better" if higher == direction else "worse")
-        text = f"differs (ours {'higher' if higher else 'lower'})"
+    if verdict_class == DIFFERS:
+        text = f"differs (ours {side}; the 95 % CI lies wholly outside ±δ)"
+    elif verdict_class == SHIFTED:
+        text = f"shifted (ours {side}; Δ ≠ 0 but the CI reaches into ±δ)"
+    elif verdict_class == UNDECIDABLE:
+        text = f"{UNDECIDABLE} (the paper's spread alone needs δ ≥ {test.floor:.3g}; δ is {test.margin:.3g})"
     elif verdict_class == INCONCLUSIVE:
         text = INCONCLUSIVE
         notes.append(runs_to_decide(test, draft.ours, draft.paper, rules.alpha))
     else:
         text = REPRODUCED
+    if out["counted_with"]:
+        notes.append(f"the same fits as {out['counted_with']} on another scale: counted there, once")
     if not draft.comparable:
         verdict_class, text = NOT_COMPARABLE, f"{NOT_COMPARABLE} (other data; would be: {text})"
     return out | dict(verdict_class=verdict_class, verdict=text, notes="; ".join(notes))

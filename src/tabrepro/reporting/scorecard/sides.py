@@ -1,29 +1,65 @@
 """Each side of a comparison: a number and the spread two independent runs of that side's
-protocol would show (the k-fold SE calibrated, or the sampling SE at the test size)."""
+protocol would show (the k-fold SE, or the sampling SE at the test size at the pooled value)."""
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from tabrepro.reporting.reference import PaperValue
-from tabrepro.reporting.spreads import sampling_se
+from tabrepro.reporting.spreads import KfoldFactor, pooled_value, qualified_factors, sampling_se
 from tabrepro.reporting.tables import Cell
 from tabrepro.reporting.verdicts import Side
 
+# Metrics whose sampling SE has a closed form that holds at any value (a binomial proportion, a
+# binary AUROC); the others come from the job's saved test predictions when they exist.
+CLOSED_FORM_FIRST = ("accuracy_pct", "accuracy", "auc_pct", "auroc")
 
-def _calibration(params: Any, metric: str) -> tuple[float, str]:
-    """The factor the split-seed experiment found between the k-fold SE and the spread of
-    independent runs of the protocol (params.yaml `verdicts.spread_calibration`)."""
-    section = params.raw["verdicts"].get("spread_calibration") or {}
-    factors = section.get("kfold") or {}
-    factor = factors.get(metric, factors.get("default"))
-    if factor is None:
-        return 1.0, "uncalibrated"
-    return float(factor), f"× {float(factor):.2f} ({section.get('record', 'calibration')})"
+# metric -> the bootstrap SE of our side over its saved test predictions and its basis, or None.
+PredictionSE = Callable[[str], tuple[float, str] | None]
+
+
+@functools.cache
+def _read_record(path: str) -> dict[str, Any] | None:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def kfold_factor(params: Any, paper: str, dataset: str, model: str | None, metric: str) -> KfoldFactor | None:
+    """The measured factor for our k-fold SE of this model × metric, or None (the plain SD/√n):
+    see tabrepro.reporting.spreads.qualified_factors for when a record qualifies."""
+    section = params.raw["verdicts"].get("spread_calibration")
+    if not section or model is None:
+        return None
+    path = Path(params.source).parent / section["record"]
+    record = _read_record(str(path))
+    if record is None:
+        return None
+    factors = qualified_factors(
+        record,
+        max_configs=params.n_configs(paper, dataset, model) if model in _searched(params, paper, dataset) else None,
+        min_datasets=int(section["min_datasets"]),
+        min_split_seeds=int(section["min_split_seeds"]),
+        level=float(section["level"]),
+        source=section["record"],
+    )
+    return factors.get((model, metric))
+
+
+def _searched(params: Any, paper: str, dataset: str) -> set[str]:
+    """Models with a search space on this dataset (the others have no search budget to match)."""
+    from tabrepro.config import resolve_extends
+
+    space = params.dataset_entry(paper, dataset)["search_space"]
+    return set(resolve_extends(params.raw["search_spaces"], space, params.source))
 
 
 def _paper_runs(params: Any, paper: str, dataset: str) -> int:
@@ -47,33 +83,78 @@ def _test_rows(folds: Mapping[int, Mapping[str, Any]]) -> tuple[int | None, dict
     return split.get("n_test"), (dict(sorted(counts.items())) if isinstance(counts, Mapping) else None)
 
 
-def _holdout_se(
-    metric: str, value: float, n_test: int | None, counts: Mapping[str, int] | None, seed_variance: float, runs: int
+def _rescaled(metric: str, se: float, own: float, at: float) -> float | None:
+    """A bootstrap SE measured at our value, carried to the pooled value: scale metrics (NLL, RMSE,
+    MSE) in proportion to the value, R² in proportion to 1 − R²; None where that is undefined."""
+    if metric == "r2_pct":
+        own_gap, at_gap = 100.0 - own, 100.0 - at
+        return se * at_gap / own_gap if own_gap > 0 and at_gap >= 0 else None
+    if metric in ("nll", "rmse", "mse"):
+        return se * at / own if own > 0 and at >= 0 else None
+    return se if at == own else None
+
+
+def one_split_se(
+    metric: str,
+    own: float,
+    at: float,
+    n_test: int | None,
+    counts: Mapping[str, int] | None,
+    bootstrap: tuple[float, str] | None,
 ) -> tuple[float, str] | None:
-    """Sampling SE at the test size plus the seeds' spread of their mean; None without the first."""
-    sampled = sampling_se(metric, value, n_test, counts)
-    if sampled is None:
+    """The sampling SE of one split's metric at the pooled value `at`: the closed form where it
+    holds at any value, else our test predictions' bootstrap carried to `at`, else the closed form
+    under its assumptions (Gaussian residuals); None where none applies."""
+    closed = sampling_se(metric, at, n_test, counts)
+    if metric in CLOSED_FORM_FIRST and closed is not None:
+        return closed[0], f"{closed[1]}, at the pooled value {at:.4g}"
+    if bootstrap is not None:
+        carried = _rescaled(metric, bootstrap[0], own, at)
+        if carried is not None:
+            where = "" if at == own else f", carried to the pooled value {at:.4g}"
+            return carried, f"{bootstrap[1]}{where}"
+    if closed is not None:
+        return closed[0], f"{closed[1]}, at the pooled value {at:.4g}"
+    return None
+
+
+def _with_seeds(found: tuple[float, str] | None, seed_variance: float, runs: int) -> tuple[float, str] | None:
+    """The sampling SE plus the seeds' spread of their mean; None without the first."""
+    if found is None:
         return None
-    se, formula = sampled
+    se, formula = found
     if seed_variance > 0 and runs > 1:
         return math.sqrt(se * se + seed_variance / runs), f"{formula} + the spread of {runs} seeds"
     return se, formula
 
 
-def ours_side(params: Any, paper: str, dataset: str, cell: Cell, spread_kind: str, folds: Mapping) -> Side:
+def ours_side(
+    params: Any,
+    paper: str,
+    dataset: str,
+    model: str | None,
+    cell: Cell,
+    spread_kind: str,
+    folds: Mapping,
+    paper_value: float | None = None,
+    bootstrap: PredictionSE | None = None,
+) -> Side:
     """Our number and the spread two independent runs of our protocol would show."""
     assert cell.ours_mean is not None
     metric = cell.metric
     if cell.count is not None and cell.count > 1 and cell.ours_spread is not None:
         sd = cell.ours_spread if spread_kind == "sd" else cell.ours_spread * math.sqrt(cell.count)
-        factor, how = _calibration(params, metric)
+        factor = kfold_factor(params, paper, dataset, model, metric)
+        scale, how = (1.0, "") if factor is None else (factor.factor, f" {factor.basis}")
         return Side(
-            cell.ours_mean, factor * sd / math.sqrt(cell.count), cell.count - 1, f"{cell.count} folds: SD/√n {how}"
+            cell.ours_mean, scale * sd / math.sqrt(cell.count), cell.count - 1, f"{cell.count} folds: SD/√n{how}"
         )
     n_test, counts = _test_rows(folds)
     seeds = _seed_values(folds, metric)
     seed_variance = float(pd.Series(seeds).var(ddof=1)) if len(seeds) > 1 else 0.0
-    found = _holdout_se(metric, cell.ours_mean, n_test, counts, seed_variance, len(seeds))
+    at = pooled_value(cell.ours_mean, paper_value)
+    boot = bootstrap(metric) if bootstrap is not None else None
+    found = _with_seeds(one_split_se(metric, cell.ours_mean, at, n_test, counts, boot), seed_variance, len(seeds))
     if found is None:
         what = (
             "the test size and class counts are not recorded"
@@ -92,8 +173,10 @@ def paper_side(
     value: PaperValue,
     ours: Side | None,
     folds: Mapping,
+    bootstrap: PredictionSE | None = None,
 ) -> Side:
-    """The paper's number and its spread: its own ±, its stated bound, or what its protocol implies."""
+    """The paper's number and its spread: its own ± (never shrunk by our calibration), its
+    stated bound, or what its protocol implies at the pooled value."""
     protocol = params.protocol(paper, dataset)
     kfold = protocol["kind"] == "kfold"
     runs = _paper_runs(params, paper, dataset)
@@ -102,9 +185,6 @@ def paper_side(
             return Side(value.value, None, None, f"the paper's ± is of unknown kind ({value.spread_kind!r}): not used")
         se = value.spread if value.spread_kind == "se" else value.spread / math.sqrt(runs)
         basis = "the paper's ± (SE)" if value.spread_kind == "se" else f"the paper's ± (SD)/√{runs}"
-        if kfold:
-            factor, how = _calibration(params, table_cfg["metric"])
-            return Side(value.value, factor * se, runs - 1, f"{basis} {how}")
         return Side(value.value, se, runs - 1, basis)
     if kfold:
         if ours is not None and ours.se is not None:
@@ -113,7 +193,13 @@ def paper_side(
     stated = table_cfg.get("stated_spread") or {}
     seed_variance = float(stated.get("variance_max", 0.0))
     n_test, counts = _test_rows(folds)
-    found = _holdout_se(table_cfg["metric"], value.value, n_test, counts, seed_variance, int(stated.get("runs", runs)))
+    metric = table_cfg["metric"]
+    own = ours.value if ours is not None else value.value
+    at = pooled_value(own, value.value) if ours is not None else value.value
+    boot = bootstrap(metric) if bootstrap is not None else None
+    found = _with_seeds(
+        one_split_se(metric, own, at, n_test, counts, boot), seed_variance, int(stated.get("runs", runs))
+    )
     if found is None:
         return Side(value.value, None, None, "none given, and none derivable at its test size")
     basis = f"{found[1]} (our split's size under the paper's protocol)"
