@@ -197,3 +197,16 @@ def test_level_rule_is_refused_where_it_would_be_ignored() -> None:
     with pytest.raises(RegistryError, match="delimited files"):
         source_from_dict("a", _entry(format={"kind": "arff"}, categorical_max_levels=9))
     assert source_from_dict("a", _entry(categorical_max_levels=9)).categorical_max_levels == 9
+
+
+def test_datasets_ii_protocol_states_its_sources_and_what_it_does_not_follow() -> None:
+    import jsonschema
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "params.schema.yaml").read_text())
+    protocol = params["protocols"]["openml_benchmark"]
+    assert "random_search_utils.R" in protocol["source"] and "data_to_train_test" in protocol["not_followed"][0]
+    jsonschema.validate(params, schema)
+    params["protocols"]["openml_benchmark"]["not_followed"] = "one string, not a list"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(params, schema)
