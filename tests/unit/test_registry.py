@@ -22,7 +22,8 @@ from tabrepro.data.registry import (
 
 
 def _params_sources() -> set[str]:
-    """Sources the papers name, and the stand-ins a profile substitutes for them."""
+    """Sources the papers name, the stand-ins a profile substitutes for them, and the alternatives
+    their entries name."""
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     named = {d["source"] for paper in params["papers"].values() for d in paper["datasets"].values()}
     substitutes = {
@@ -31,7 +32,8 @@ def _params_sources() -> set[str]:
         for paper in (profile.get("dataset_overrides") or {}).values()
         for o in paper.values()
     }
-    return named | substitutes
+    alternatives = {load_registry()[n].alternative for n in named if n in load_registry()} - {None}
+    return named | substitutes | alternatives
 
 
 def _good_entry() -> dict[str, Any]:

@@ -13,9 +13,11 @@ from tabrepro.config import ParamsError
 def cmd_fetch(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import FetchStatus, write_fetch_status
     from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, forget_dataset
+    from tabrepro.data.registry import get_source, source_line
 
     params = load_params(args)
     fetch = params.raw["fetch"]
+    print(f"tabrepro fetch: {source_line(get_source(args.dataset))}", file=sys.stderr)
     if args.refresh:
         for path in forget_dataset(args.dataset, params.raw_dir()):
             print(f"tabrepro fetch: removed {path}", file=sys.stderr)

@@ -147,7 +147,10 @@ def _read_file(source: DatasetSource, remote: RemoteFile, path: Path) -> tuple[p
     except (ValueError, OSError, xlrd.XLRDError) as exc:  # pandas/xlrd errors; UnicodeDecodeError is a ValueError
         raise ParseError(f"{label}: {_one_line(exc)}") from exc
     if source.categorical == "auto" and source.continuous is None:
-        return frame, {c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])}
+        nominal = {c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])}
+        if source.categorical_max_levels is not None:
+            nominal |= {c for c in frame.columns if frame[c].nunique() <= source.categorical_max_levels}
+        return frame, nominal
     return frame, set()
 
 

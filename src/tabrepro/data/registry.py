@@ -112,6 +112,7 @@ class DatasetSource:
     drop: tuple[str, ...] = ()
     categorical: tuple[str, ...] | Literal["auto", "all"] = "auto"
     continuous: tuple[str, ...] | None = None  # alternative to `categorical`: the complement
+    categorical_max_levels: int | None = None  # with "auto": features with at most this many values
     label_strip: str = ""
     label_format: LabelFormat = "as_is"
     fixed_test_tail_rows: int = 0
@@ -120,6 +121,7 @@ class DatasetSource:
     embedded: str | None = None
     homepage: str | None = None
     note: str | None = None
+    alternative: str | None = None  # another entry with the same data from another source
 
     @property
     def is_openml(self) -> bool:
@@ -137,6 +139,21 @@ class DatasetSource:
         return any(f.role == "test" for f in self.files) or self.fixed_test_tail_rows > 0
 
 
+def source_line(source: DatasetSource) -> str:
+    """Which source a fetch of this entry uses, and the alternative it does not: one line."""
+    if source.kind == "openml_task" and source.openml is not None:
+        origin = f"OpenML task {source.openml.task_id}"
+    elif source.kind == "openml_dataset" and source.openml is not None:
+        origin = f"OpenML dataset {source.openml.dataset_id}"
+    else:
+        hosts = sorted({urllib.parse.urlsplit(f.url).hostname or "" for f in source.table_files if f.url})
+        origin = f"files from {', '.join(hosts)}" if hosts else "files from a mirror only"
+    line = f"{source.name}: {origin}"
+    if source.alternative:
+        line += f" (alternative source: {source.alternative})"
+    return line
+
+
 # ----------------------------------------------------------------------------------------------
 # loading
 
@@ -147,7 +164,9 @@ def _load_cached() -> dict[str, DatasetSource]:
     raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10x faster, same data
     if not isinstance(raw, dict) or not isinstance(raw.get("datasets"), dict):
         raise RegistryError(f"{REGISTRY_RESOURCE}: expected a top-level 'datasets' mapping")
-    return sources_from_mapping(raw["datasets"])
+    sources = sources_from_mapping(raw["datasets"])
+    check_alternatives(sources)
+    return sources
 
 
 def load_registry() -> dict[str, DatasetSource]:
@@ -169,6 +188,19 @@ def unknown_name_message(name: str, known: list[str]) -> str:
     return f"unknown dataset {name!r}: {hint}known datasets: {', '.join(known)}"
 
 
+def check_alternatives(sources: dict[str, DatasetSource]) -> None:
+    """Every `alternative` names another entry of the same task: a typo must not leave a user
+    without the fallback the registry promises."""
+    for source in sources.values():
+        if source.alternative is None:
+            continue
+        other = sources.get(source.alternative)
+        if other is None or other.name == source.name:
+            raise _fail(repr(source.name), f"alternative {source.alternative!r} is not another registry entry")
+        if other.task != source.task:
+            raise _fail(repr(source.name), f"alternative {other.name!r} is a {other.task} task, not {source.task}")
+
+
 def sources_from_mapping(raw: dict[str, Any]) -> dict[str, DatasetSource]:
     """Validate a `datasets:` mapping (name -> entry) into DatasetSource objects."""
     return {str(name): source_from_dict(str(name), entry) for name, entry in raw.items()}
@@ -188,6 +220,8 @@ _ENTRY_KEYS = {
     "drop",
     "categorical",
     "continuous",
+    "categorical_max_levels",
+    "alternative",
     "label_strip",
     "label_format",
     "fixed_test_tail_rows",
@@ -439,6 +473,7 @@ def source_from_dict(name: str, raw: Any) -> DatasetSource:
         drop=_str_tuple(raw, "drop", where) or (),
         categorical=categorical,
         continuous=continuous,
+        categorical_max_levels=_opt_int(raw, "categorical_max_levels", where, minimum=1),
         label_strip=_opt_str(raw, "label_strip", where) or "",
         label_format=_choice(raw.get("label_format", "as_is"), get_args(LabelFormat), where, "label_format"),
         fixed_test_tail_rows=_opt_int(raw, "fixed_test_tail_rows", where) or 0,
@@ -450,6 +485,14 @@ def source_from_dict(name: str, raw: Any) -> DatasetSource:
         embedded=embedded,
         homepage=_opt_str(raw, "homepage", where),
         note=_opt_str(raw, "note", where),
+        alternative=_opt_str(raw, "alternative", where),
     )
     _check_columns(source, where)
+    if source.categorical_max_levels is not None and (source.categorical != "auto" or source.continuous is not None):
+        raise _fail(where, "categorical_max_levels applies to categorical 'auto' only; drop the column list")
+    if source.categorical_max_levels is not None and source.format.kind == "arff":
+        raise _fail(where, "categorical_max_levels is for delimited files; an ARFF declares its nominal attributes")
+    alternative = source.alternative
+    if alternative is not None and not _NAME.match(alternative):
+        raise _fail(where, f"alternative {alternative!r} is not a registry name")
     return source
