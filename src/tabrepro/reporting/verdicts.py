@@ -49,6 +49,7 @@ __all__ = [
     "compare",
     "decide",
     "judge_table",
+    "RunsToDecide",
     "runs_to_decide",
 ]
 
@@ -151,6 +152,20 @@ def _welch_df(ours: Side, paper: Side) -> float:
     return numerator / sum(v * v / df for v, df in parts)
 
 
+def _statistics(delta: Any, se: Any, df: Any, margin: float, alpha: float) -> dict[str, Any]:
+    """The tests of Δ (scalars or arrays alike), one code path for the verdict and its simulation:
+    the difference test (H0 Δ = 0), the minimum-effect test (H0 |Δ| ≤ δ: the one-sided test on
+    the side Δ lies, doubled, so it is below α exactly when the 1 − α CI clears ±δ) and TOST (both
+    one-sided nulls Δ ≤ −δ, Δ ≥ +δ rejected)."""
+    t = stats.t  # df = inf is the normal
+    gap = np.abs(delta)
+    return {
+        "p_difference": 2 * t.sf(gap / se, df),
+        "p_minimum_effect": np.minimum(1.0, 2 * t.sf((gap - margin) / se, df)),
+        "p_equivalence": np.maximum(t.sf((delta + margin) / se, df), t.cdf((delta - margin) / se, df)),
+    }
+
+
 def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None:
     """The difference, minimum-effect and equivalence statistics, or None when Δ has no spread. A
     side whose spread is unknown leaves Δ's unknown too: taking it as zero would let the other
@@ -163,15 +178,10 @@ def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None
     se = math.sqrt(variance)
     delta = ours.value - paper.value
     df = _welch_df(ours, paper)
-    t = stats.t  # df = inf is the normal
-    q95, q90 = t.ppf([1 - alpha / 2, 1 - alpha], df)
-    p_difference = float(2 * t.sf(abs(delta) / se, df))
-    # minimum-effect test: the one-sided test on the side Δ lies, doubled (both directions tested)
-    p_minimum_effect = float(min(1.0, 2 * t.sf((abs(delta) - margin) / se, df)))
-    # TOST: both one-sided nulls (Δ ≤ −δ, Δ ≥ +δ) rejected at α
-    p_equivalence = float(max(t.sf((delta + margin) / se, df), t.cdf((delta - margin) / se, df)))
+    q95, q90 = stats.t.ppf([1 - alpha / 2, 1 - alpha], df)
+    found = _statistics(delta, se, df, margin, alpha)
     paper_df = paper.df if paper.df is not None and paper.df > 0 else math.inf
-    floor = float(t.ppf(1 - alpha, paper_df) * paper.se)
+    floor = float(stats.t.ppf(1 - alpha, paper_df) * paper.se)
     return Test(
         delta=delta,
         se=se,
@@ -179,9 +189,9 @@ def compare(ours: Side, paper: Side, margin: float, alpha: float) -> Test | None
         margin=margin,
         ci95=(delta - q95 * se, delta + q95 * se),
         ci90=(delta - q90 * se, delta + q90 * se),
-        p_difference=p_difference,
-        p_minimum_effect=p_minimum_effect,
-        p_equivalence=p_equivalence,
+        p_difference=float(found["p_difference"]),
+        p_minimum_effect=float(found["p_minimum_effect"]),
+        p_equivalence=float(found["p_equivalence"]),
         alpha=alpha,
         floor=floor,
     )
@@ -241,22 +251,111 @@ def judge_table(
     return out
 
 
-def runs_to_decide(test: Test, ours: Side, paper: Side, alpha: float) -> str:
-    """How many runs of our protocol in all (each as many folds or seeds as this one) would decide
-    an inconclusive cell at about even odds, with Δ held where it is and before the family's BH
-    step; or why more runs of ours cannot."""
-    gap = abs(test.delta)
-    z90, z95 = stats.norm.ppf(1 - alpha), stats.norm.ppf(1 - alpha / 2)
-    if gap < test.margin:
-        needed, goal = (test.margin - gap) / z90, "show equivalence"
-    elif gap > test.margin:
-        needed, goal = (gap - test.margin) / z95, "show the difference beyond the margin"
+@dataclass(frozen=True)
+class RunsToDecide:
+    """How many more runs of our protocol would decide an undecided cell, and with what power;
+    `more_runs` None: no number of runs up to the limit would (the text says why)."""
+
+    more_runs: int | None
+    power: float
+    text: str
+
+
+def _decided_fraction(
+    runs: int,
+    test: Test,
+    ours: Side,
+    paper: Side,
+    fdr: float,
+    family: Sequence[float],
+    noise: tuple[np.ndarray, np.ndarray],
+) -> float:
+    """The share of simulated cells that `runs` runs of our protocol in all would decide
+    (`reproduced` or `differs`), with the true Δ where it is now and the rest of the family's
+    p-values as they are: each draw is judged by the engine's own tests, t with its Welch df and
+    Benjamini–Hochberg within the family."""
+    assert ours.se is not None and paper.se is not None
+    normal, uniform = noise
+    se_ours = ours.se / math.sqrt(runs)
+    drawn_ours = test.delta + se_ours * normal
+    if ours.df is None:
+        estimated, df = np.full_like(normal, se_ours), math.inf
     else:
-        return "Δ sits on the margin: more runs would not move the verdict"
-    paper_var = paper.se**2 if paper.se else 0.0
-    ours_var = ours.se**2 if ours.se else 0.0
-    room = needed**2 - paper_var
-    if room <= 0 or ours_var == 0.0:
-        return f"the paper's spread alone is too wide to {goal}: more runs of ours cannot decide it"
-    runs = max(2, math.ceil(ours_var / room))
-    return f"≈{runs} runs of our protocol in all ({runs - 1} more) would {goal} (if Δ stays at {test.delta:+.3g})"
+        # our SE as estimated from runs × (df + 1) scores: a scaled chi-square draw
+        df_ours = (ours.df + 1) * runs - 1
+        estimated = se_ours * np.sqrt(stats.chi2.ppf(uniform, df_ours) / df_ours)
+        df = _welch_df_arrays(estimated, df_ours, paper)
+    se = np.sqrt(estimated**2 + paper.se**2)
+    found = _statistics(drawn_ours, se, df, test.margin, test.alpha)
+    equivalent = found["p_equivalence"] < test.alpha
+    beyond = _rejected_with(found["p_minimum_effect"], np.asarray(family, dtype=float), fdr)
+    return float(np.mean(equivalent | beyond))
+
+
+def _welch_df_arrays(se_ours: np.ndarray, df_ours: float, paper: Side) -> Any:
+    """Welch–Satterthwaite df for arrays of our SE against the paper's fixed side."""
+    if paper.df is None or paper.df <= 0:
+        return math.inf
+    assert paper.se is not None
+    v1, v2 = se_ours**2, paper.se**2
+    return (v1 + v2) ** 2 / (v1 * v1 / df_ours + v2 * v2 / paper.df)
+
+
+def _rejected_with(p: np.ndarray, others: np.ndarray, fdr: float) -> np.ndarray:
+    """Whether each simulated p-value is rejected by Benjamini–Hochberg beside the family's
+    other (fixed) p-values."""
+    if others.size == 0:
+        return p <= fdr
+    matrix = np.column_stack([p, np.broadcast_to(others, (p.size, others.size))])
+    return stats.false_discovery_control(matrix, axis=1, method="bh")[:, 0] <= fdr
+
+
+def runs_to_decide(
+    test: Test,
+    ours: Side,
+    paper: Side,
+    fdr: float,
+    family: Sequence[float] = (),
+    *,
+    power: float = 0.8,
+    max_runs: int = 1000,
+    draws: int = 1000,
+    seed: int = 0,
+) -> RunsToDecide:
+    """The fewest runs of our protocol in all (each as many folds or seeds as this one; new split
+    seeds) that would decide this cell with `power`, by simulating the engine on it with Δ held
+    where it is (`family`: the minimum-effect p-values of the other cells of its family, fixed); the
+    answer is in more runs than the one there is. Common random numbers across run counts keep
+    the search monotone."""
+    if ours.se is None or paper.se is None or ours.se == 0.0:
+        return RunsToDecide(None, 0.0, "our spread is unknown or zero: more runs cannot be priced")
+    rng = np.random.default_rng(seed)
+    noise = (rng.standard_normal(draws), rng.uniform(1e-12, 1.0, draws))
+
+    def share(runs: int) -> float:
+        return _decided_fraction(runs, test, ours, paper, fdr, family, noise)
+
+    top = share(max_runs)
+    if top < power:
+        why = (
+            "the paper's spread alone rules out equivalence at δ"
+            if not test.decidable
+            else "Δ sits too close to the margin"
+        )
+        return RunsToDecide(
+            None, top, f"no number of runs decides it ({why}: {100 * top:.0f} % decided at {max_runs} runs)"
+        )
+    low, high = 1, max_runs
+    while high - low > 1:
+        middle = (low + high) // 2
+        if share(middle) >= power:
+            high = middle
+        else:
+            low = middle
+    reached = share(high)
+    return RunsToDecide(
+        high - 1,
+        reached,
+        f"{high - 1} more runs of our protocol (new split seeds; {high} in all) would decide it with "
+        f"{100 * reached:.0f} % power, if Δ stays at {test.delta:+.3g}",
+    )

@@ -74,6 +74,7 @@ class ScoreCell:
     p_minimum_effect: float | None
     p_minimum_effect_adjusted: float | None
     margin_needed: float | None
+    more_runs: int | None
     verdict_class: str
     verdict: str
     better_or_worse: str | None

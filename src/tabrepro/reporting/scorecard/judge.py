@@ -117,6 +117,7 @@ def _base(ctx: PaperContext, key: str, column: str, method: str, model: str | No
         p_minimum_effect=None,
         p_minimum_effect_adjusted=None,
         margin_needed=None,
+        more_runs=None,
         verdict_class=NOT_RUN,
         verdict=NOT_RUN,
         better_or_worse=None,
@@ -286,11 +287,24 @@ def _family(draft: _Draft) -> tuple[str, str, str]:
 
 def _finalise(drafts: list[_Draft], rules: VerdictRules) -> list[ScoreCell]:
     """Benjamini–Hochberg within each family of the table's tested cells, then each cell's verdict."""
-    judged = judge_table([d.test for d in drafts], rules.fdr, [_family(d) for d in drafts])
-    return [ScoreCell(**_verdict(d, j, rules)) for d, j in zip(drafts, judged, strict=True)]
+    families = [_family(d) for d in drafts]
+    judged = judge_table([d.test for d in drafts], rules.fdr, families)
+    cells = []
+    for i, (draft, verdict) in enumerate(zip(drafts, judged, strict=True)):
+        others = [
+            d.test.p_minimum_effect
+            for j, d in enumerate(drafts)
+            if j != i and d.test is not None and families[j] == families[i]
+        ]
+        cells.append(ScoreCell(**_verdict(draft, verdict, rules, others)))
+    return cells
 
 
-def _verdict(draft: _Draft, judged: Judged | None, rules: VerdictRules) -> dict[str, Any]:
+# verdicts that more runs of ours could still turn into `reproduced` or `differs`
+UNDECIDED = (SHIFTED, UNDECIDABLE, INCONCLUSIVE)
+
+
+def _verdict(draft: _Draft, judged: Judged | None, rules: VerdictRules, family: list[float]) -> dict[str, Any]:
     out = dict(draft.fields)
     notes = [out["notes"]] if out["notes"] else []
     if out["ours_mean"] is None:
@@ -321,9 +335,13 @@ def _verdict(draft: _Draft, judged: Judged | None, rules: VerdictRules) -> dict[
         text = f"{UNDECIDABLE} (the paper's spread alone needs δ ≥ {test.floor:.3g}; δ is {test.margin:.3g})"
     elif verdict_class == INCONCLUSIVE:
         text = INCONCLUSIVE
-        notes.append(runs_to_decide(test, draft.ours, draft.paper, rules.alpha))
     else:
         text = REPRODUCED
+    if verdict_class in UNDECIDED and draft.comparable:
+        assert draft.ours is not None and draft.paper is not None
+        cost = runs_to_decide(test, draft.ours, draft.paper, rules.fdr, family)
+        out["more_runs"] = cost.more_runs
+        notes.append(cost.text)
     if out["counted_with"]:
         notes.append(f"the same fits as {out['counted_with']} on another scale: counted there, once")
     if not draft.comparable:
