@@ -18,7 +18,9 @@ def test_a_duplicate_key_is_refused_naming_its_line(tmp_path: Path) -> None:
     assert text.count("\nseed: ") == 1
     path = tmp_path / "params.yaml"
     path.write_text(text.replace("\nseed: ", "\nseed: 7\nseed: ", 1))
-    with pytest.raises(ParamsError, match=r"line \d+, column \d+ not valid YAML: duplicate key 'seed' \(first at line \d+\)"):
+    with pytest.raises(
+        ParamsError, match=r"line \d+, column \d+ not valid YAML: duplicate key 'seed' \(first at line \d+\)"
+    ):
         read_params_file(path)
 
 
