@@ -180,8 +180,3 @@ def test_fetch_refresh_keeps_the_good_copy_until_the_new_one_verifies(
     assert "the earlier copy is kept" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
     assert not [p for p in directory.parent.iterdir() if p.name.startswith(".")]  # nothing set aside is left
-
-
-def test_a_refetch_deadline_is_a_fetch_error(tmp_path: Path) -> None:
-    """The deadline error is a FetchError, so `fetch --record` records it instead of stopping a run."""
-    assert issubclass(DeadlineExceededError, FetchError)
