@@ -135,6 +135,9 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
 
     target = snapshot(params, "tiny", records_dir=tmp_path / "records", workflow_wall_time_s=75)
 
+    from tabrepro.reporting.records import check_manifest
+
+    assert check_manifest(target).ok  # written with the record: every file's sha256
     assert (target / "results/npt/breast_cancer/knn/fold0/metrics.json").is_file()
     assert not (target / "results/npt/breast_cancer/knn/fold1").exists()  # that job never ran
     assert (target / "results/tables/npt/table10.md").read_text() == "| t |"
