@@ -1,8 +1,9 @@
 """What many test files share: the repository's path, its params.yaml, small profiles written to a
 scratch directory, a scratch copy of the workflow, and a local HTTP server for datasets.
 
-Tests are grouped: unit/ (one piece each, seconds), workflow/ (the real Snakemake workflow on tiny
-data) and live/ (a real Slurm cluster, DVC repository or CUDA device; marked `live` / `cuda`, and
+Tests are grouped: unit/ (one piece each, seconds), faults/ (fault injection: hostile servers,
+files, parameters and edited records, each probe seconds), workflow/ (the real Snakemake workflow on
+tiny data) and live/ (a real Slurm cluster, DVC repository or CUDA device; marked `live` / `cuda`, and
 skipped where there is none). Module-level code of a test file may `from conftest import REPO,
 ...` (pyproject's pytest `pythonpath` puts tests/ on sys.path); tests take the fixtures by name.
 """

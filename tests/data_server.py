@@ -3,7 +3,8 @@
 It serves a directory (and/or in-memory files) on a free port from a background thread, records
 every requested path, and can be told, per path, to answer 404, to fail with 5xx a number of
 times before succeeding, to cut the body short, to serve wrong bytes, to be slow, to send the body
-without a Content-Length, to trickle it a byte at a time, or to redirect elsewhere. It stops when
+without a Content-Length, to trickle it (or its status line and headers) a byte at a time, or
+to redirect elsewhere. It stops when
 its context ends, and in any case after `max_lifetime` seconds, so a test can never leave it
 running.
 """
@@ -19,7 +20,16 @@ from pathlib import Path
 from typing import Literal
 
 FaultKind = Literal[
-    "not_found", "fail_then_ok", "truncate", "corrupt", "slow", "stall", "unannounced", "drip", "redirect"
+    "not_found",
+    "fail_then_ok",
+    "truncate",
+    "corrupt",
+    "slow",
+    "stall",
+    "unannounced",
+    "drip",
+    "header_drip",
+    "redirect",
 ]
 
 
@@ -29,7 +39,8 @@ class Fault:
     failures: int = 0  # fail_then_ok: how many failing answers come first
     status: int = 500  # fail_then_ok: the failing status
     keep_bytes: int = 0  # truncate / unannounced: bytes sent before the connection is closed
-    seconds: float = 0.0  # slow: delay before answering; stall: pause after half the body; drip: between bytes
+    # slow: delay before answering; stall: pause after half the body; drip, header_drip: between bytes
+    seconds: float = 0.0
     location: str = ""  # redirect: where the 302 points
     served: int = 0  # how many failing answers were given so far
 
@@ -114,6 +125,10 @@ class DataServer:
         """Announce the whole length, then send one byte every `seconds`."""
         self.faults[self._key(path)] = Fault("drip", seconds=seconds)
 
+    def header_drip(self, path: str, seconds: float) -> None:
+        """Send the status line and headers one byte every `seconds` (then the body at once)."""
+        self.faults[self._key(path)] = Fault("header_drip", seconds=seconds)
+
     def redirect(self, path: str, location: str) -> None:
         self.faults[self._key(path)] = Fault("redirect", location=location)
 
@@ -175,7 +190,21 @@ class DataServer:
             return
         if fault is not None and fault.kind == "corrupt":
             body = bytes(b ^ 0x5A for b in body)
+        if fault is not None and fault.kind == "header_drip":
+            self._drip_headers(handler, body, fault.seconds)
+            return
         self._send(handler, body, fault)
+
+    def _drip_headers(self, handler: http.server.BaseHTTPRequestHandler, body: bytes, seconds: float) -> None:
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\nX-Padding: {'.' * 64}\r\n\r\n".encode()
+        handler.close_connection = True
+        for index in range(len(head)):
+            if self._stopped:
+                return
+            handler.wfile.write(head[index : index + 1])
+            handler.wfile.flush()
+            time.sleep(seconds)
+        handler.wfile.write(body)
 
     @staticmethod
     def _status(handler: http.server.BaseHTTPRequestHandler, code: int) -> None:

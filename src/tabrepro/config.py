@@ -11,6 +11,7 @@ import copy
 import difflib
 import hashlib
 import json
+import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,34 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
 # times faster, which every Snakemake start and CLI call pays on params.yaml and the schema.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DEFAULT_PARAMS_FILE = Path("params.yaml")
+
+
+class StrictYAMLLoader(YAML_LOADER):  # type: ignore[misc,valid-type]
+    """YAML_LOADER refusing a mapping that names a key twice: plain YAML keeps the last value and
+    silently drops the first (`seed: 0` ... `seed: 7`)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the constructor below says so
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {first + 1})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_strict_yaml(text: str) -> Any:
+    """YAML text as data, refusing duplicate keys (StrictYAMLLoader)."""
+    return yaml.load(text, Loader=StrictYAMLLoader)
+
 
 DATA_DIR_ENV = "TABREPRO_DATA_DIR"
 RESULTS_DIR_ENV = "TABREPRO_RESULTS_DIR"  # e.g. a committed run record (tabrepro.reporting.records)
@@ -79,7 +108,7 @@ def read_params_file(path: str | Path) -> dict:
     if not path.is_file():
         raise ParamsError(f"{path}: no such parameters file")
     try:
-        raw = yaml.load(path.read_text(), Loader=YAML_LOADER)
+        raw = load_strict_yaml(path.read_text())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -98,8 +127,24 @@ def load_schema() -> dict:
     return yaml.load(SCHEMA_PATH.read_text(), Loader=YAML_LOADER)
 
 
+def _non_finite_number(value: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The key path of the first NaN or infinity in `value`: a JSON schema's bounds let NaN pass
+    (every comparison with it is false), and no setting means anything with one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite_number(item, (*path, key))
+        if found is not None:
+            return found
+    return None
+
+
 def validate_schema(raw: dict, source: str = "params.yaml") -> None:
     """Raise ParamsError with one line naming the first offending key (the deepest best match)."""
+    non_finite = _non_finite_number(raw)
+    if non_finite is not None:
+        raise ParamsError(f"{source}: at {_key_path(non_finite)}: a finite number is needed, not NaN or infinity")
     validator = jsonschema.Draft202012Validator(load_schema())
     error = jsonschema.exceptions.best_match(validator.iter_errors(raw))
     if error is not None:

@@ -140,7 +140,7 @@ def _train_config(
     keep_state: bool | None = None,
 ) -> dict:
     config = configs[index]
-    state = _state_dir(out_dir, params, data, config)
+    state = _state_dir(out_dir, params, job, data, config)
     model = _fit_config(params, job, data, index, config, n_jobs=n_jobs, work_dir=state)
     va, te = data.split.val, data.split.test
     val_outputs = model_outputs(model, data.task, data.X[va])
@@ -165,15 +165,17 @@ def _train_config(
     return result
 
 
-def _state_dir(out_dir: Path, params: Params, data: FoldData, config: dict) -> Path:
+def _state_dir(out_dir: Path, params: Params, job: Job, data: FoldData, config: dict) -> Path:
     """Resumable state, keyed by what the training trajectory depends on.
 
-    A changed configuration, seed or split starts from step 0 in a fresh directory instead of
-    refusing to resume (or, worse, resuming) from state written for other settings.
+    A changed configuration, seed, split or state-file format starts from step 0 in a fresh
+    directory instead of refusing to resume (or, worse, resuming) from state written for other settings.
     """
-    key = json.dumps(
-        {"config": config, "seed": params.seed, "split": data.split.sha256}, sort_keys=True, default=_jsonable
-    )
+    from tabrepro.models.registry import get_model_class
+
+    checkpoint_format = get_model_class(job.model).checkpoint_format
+    settings = {"config": config, "seed": params.seed, "split": data.split.sha256, "format": checkpoint_format}
+    key = json.dumps(settings, sort_keys=True, default=_jsonable)
     return out_dir / STATE_DIR / hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -208,7 +210,7 @@ def run_repeat(params: Params, job: Job, repeat: int, *, n_jobs: int = 1) -> Pat
     data = load_fold(params, job)
     results, _, _, best = _configuration_results(params, job, data)
     config = results[best]["config"]
-    work_dir = _state_dir(params.config_dir(job, best), params, data, config)
+    work_dir = _state_dir(params.config_dir(job, best), params, job, data, config)
     _repeat_runs(params, job, data, best, config, n_jobs=n_jobs, work_dir=work_dir, only=repeat)
     return work_dir / f"repeat{repeat}" / REPEAT_FILE
 
@@ -235,7 +237,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         best,
         results[best]["config"],
         n_jobs=n_jobs,
-        work_dir=_state_dir(chosen_dir, params, data, results[best]["config"]),
+        work_dir=_state_dir(chosen_dir, params, job, data, results[best]["config"]),
     )
     out_path = Path(out_path)
     if results[best].get("weights"):

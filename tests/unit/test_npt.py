@@ -552,16 +552,6 @@ def test_config_dict_round_trip_and_unknown_fields():
         NPTConfig.from_dict({**config.to_dict(), "bogus": 1})
 
 
-def test_resume_refuses_an_unknown_checkpoint_format(tmp_path: Path):
-    table = make_table(40)
-    config = NPTConfig(**{**TINY, "max_steps": 2})
-    NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
-    state = torch.load(tmp_path / STATE_FILE, weights_only=True)
-    torch.save({**state, "format": 99}, tmp_path / STATE_FILE)
-    with pytest.raises(ValueError, match="unknown checkpoint format 99"):
-        NPTTrainer(table.attributes, config, checkpoint_dir=tmp_path).fit(table)
-
-
 @pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"), reason="no oneDNN linear op in this build")
 def test_flop_counter_counts_the_onednn_linear():
     from benchmarks.steps.common import flop_counter

@@ -135,6 +135,9 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
 
     target = snapshot(params, "tiny", records_dir=tmp_path / "records", workflow_wall_time_s=75)
 
+    from tabrepro.reporting.records import check_manifest
+
+    assert check_manifest(target).ok  # written with the record: every file's sha256
     assert (target / "results/npt/breast_cancer/knn/fold0/metrics.json").is_file()
     assert not (target / "results/npt/breast_cancer/knn/fold1").exists()  # that job never ran
     assert (target / "results/tables/npt/table10.md").read_text() == "| t |"
@@ -263,7 +266,7 @@ class _RestoreParams(_FakeParams):
 
 def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
     from tabrepro.config import Job
-    from tabrepro.reporting.records import restore
+    from tabrepro.reporting.records import restore, write_manifest
 
     records = tmp_path / "records"
     params = _RestoreParams(tmp_path / "run")
@@ -282,6 +285,7 @@ def test_restore_puts_back_only_the_same_job_on_the_same_split(tmp_path):
     _write(recorded_in.results_dir / "npt/breast_cancer/rf/fold0/metrics.json", {"params_digest": params.digest})
     existing = params.layout.job_metrics.path(Job("npt", "breast_cancer", "knn", 3))
     _write(existing, {"metrics": "this run's own"})
+    write_manifest(records / "long")  # as `tabrepro record` writes it
 
     with pytest.raises(RecordError, match="no such record"):
         restore(params, "long", records_dir=tmp_path / "elsewhere")

@@ -225,6 +225,10 @@ class BiSHopConfig(ConfigDictMixin):
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
 
+# The layout of the trainer's state file (its `format`); part of the key of a job's resumable state,
+# so a checkout that changes it resumes nothing written under another.
+CHECKPOINT_FORMAT = 1
+
 # Fields that change neither the computation nor its result: a checkpoint written under one value
 # may be resumed under another.
 RESUME_NEUTRAL_FIELDS: frozenset[str] = frozenset({"checkpoint_every_epochs", "best_weights_on_disk"})

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tabrepro.bishop.config import RESUME_NEUTRAL_FIELDS, BiSHopConfig
+from tabrepro.bishop.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, BiSHopConfig
 from tabrepro.bishop.model import BiSHopNetwork
 from tabrepro.layout import WEIGHTS_FILE
 from tabrepro.nn.checkpoint import (
@@ -61,7 +61,6 @@ __all__ = ["BiSHopTrainer", "BiSHopFitResult", "TabularTensors", "STATE_FILE", "
 log = logging.getLogger(__name__)
 
 STATE_FILE = "state.pt"
-_CHECKPOINT_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ class BiSHopTrainer(ResumableTrainer):
 
     # For ResumableTrainer (the state file, and the checks before resuming from it).
     state_file = STATE_FILE
-    checkpoint_format = _CHECKPOINT_FORMAT
+    checkpoint_format = CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
     schedule_key = "scheduler"
     fingerprint_key = "data_fingerprint"

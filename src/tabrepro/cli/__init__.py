@@ -25,7 +25,8 @@
     tabrepro record [NAME] [--wall-time S]       copy the run into records/runs/NAME; regenerate the
                                                  README's summary, docs/results/records.md and
                                                  docs/reproduction.md's table
-    tabrepro record --check                      are both current, and has every differing cell a cause?
+    tabrepro record --check                      are both current, do the records match their manifests,
+                                                 and has every differing cell a cause?
     tabrepro record NAME --restore               put record NAME's results back into the run (to continue it)
     tabrepro plan [--compare]                    the profile's compute plan: configurations, fits, CPU-/GPU-
                                                  hours and peak memory per paper x dataset x model, totals

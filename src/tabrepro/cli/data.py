@@ -4,6 +4,7 @@ its canonical table, and cut into a paper's fixed splits."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from tabrepro.cli.common import AddCommand, load_params, require_table
@@ -12,27 +13,30 @@ from tabrepro.config import ParamsError
 
 def cmd_fetch(args: argparse.Namespace) -> None:
     from tabrepro.data.availability import FetchStatus, write_fetch_status
-    from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, forget_dataset
+    from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, refreshing
     from tabrepro.data.registry import get_source, source_line
 
     params = load_params(args)
     fetch = params.raw["fetch"]
     print(f"tabrepro fetch: {source_line(get_source(args.dataset))}", file=sys.stderr)
-    if args.refresh:
-        for path in forget_dataset(args.dataset, params.raw_dir()):
-            print(f"tabrepro fetch: removed {path}", file=sys.stderr)
     try:
-        status = fetch_dataset_status(
-            args.dataset,
-            params.raw_dir(),
-            mirror=args.mirror or params.mirror,
-            retries=fetch["retries"],
-            backoff_seconds=fetch["backoff_seconds"],
-            timeout_seconds=fetch["timeout_seconds"],
-            deadline_seconds=fetch.get("deadline_seconds", DEFAULT_DEADLINE_SECONDS),
-            progress=not args.quiet,
-        )
+        # --refresh: the earlier copy is set aside, and comes back unless the new one verifies.
+        with refreshing(args.dataset, params.raw_dir()) if args.refresh else contextlib.nullcontext([]) as replaced:
+            status = fetch_dataset_status(
+                args.dataset,
+                params.raw_dir(),
+                mirror=args.mirror or params.mirror,
+                retries=fetch["retries"],
+                backoff_seconds=fetch["backoff_seconds"],
+                timeout_seconds=fetch["timeout_seconds"],
+                deadline_seconds=fetch.get("deadline_seconds", DEFAULT_DEADLINE_SECONDS),
+                progress=not args.quiet,
+            )
+        for path in replaced:
+            print(f"tabrepro fetch: removed {path}", file=sys.stderr)
     except FetchError as error:
+        if args.refresh:
+            raise FetchError(f"{error}; the earlier copy is kept") from error
         if not args.record:
             raise
         # The workflow goes on without this dataset; the scorecard shows why it is missing.
@@ -42,7 +46,10 @@ def cmd_fetch(args: argparse.Namespace) -> None:
     if args.record:
         write_fetch_status(params.raw_dir(), status)
     if not status.verified:
-        print(f"tabrepro fetch: {args.dataset}: unverified (only the mirror vouches for its checksum)", file=sys.stderr)
+        print(
+            f"tabrepro fetch: {args.dataset}: unverified (no pinned checksum or OpenML API md5 confirmed its bytes)",
+            file=sys.stderr,
+        )
     for path in status.files:
         print(path)
 
@@ -129,8 +136,8 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--refresh",
         action="store_true",
-        help="start over: first delete the dataset's files, their recorded hashes (SHA256SUMS) "
-        "and fetch_status.json, then download everything again",
+        help="start over: download everything again, then replace the dataset's files, their recorded "
+        "hashes (SHA256SUMS) and fetch_status.json; when the new copy fails, the earlier one is kept",
     )
     p = add("prepare", cmd_prepare, "parse a dataset's raw files (or embedded copy) into a canonical table")
     p.add_argument("dataset", help="registry name")

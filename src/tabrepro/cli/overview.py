@@ -12,7 +12,10 @@ from tabrepro.config import ParamsError
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
+    from tabrepro.workflow_checks import check_workflow_settings
+
     params = load_params(args)
+    check_workflow_settings(params)
     print(f"{params.source}: valid; profile {params.profile_name!r}: {params.profile['description']}")
     for paper in params.papers:
         datasets, models = params.selected_datasets(paper), params.selected_models(paper)

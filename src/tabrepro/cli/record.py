@@ -27,13 +27,18 @@ def cmd_record(args: argparse.Namespace) -> None:
 
     if args.rejudge and (args.check or args.restore):
         raise InputError("record --rejudge cannot be combined with --check or --restore")
+    if args.seal and (args.check or args.restore or args.rejudge or not args.name):
+        raise InputError("record --seal needs the record's NAME and no --check, --restore or --rejudge")
     root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
-        from tabrepro.reporting.records import rejudge
+        from tabrepro.reporting.records import check_manifest, read_records, rejudge
 
         problems = update_audit(**audit, check=True)
-        stale_cards = rejudge(args.params, audit["records_dir"], check=True)
+        checks = [check_manifest(directory) for directory, _ in read_records(audit["records_dir"])]
+        unsound = {c.directory for c in checks if c.missing_manifest or c.inputs}
+        # A record whose inputs changed gets no advice to rejudge: that would judge the changed results.
+        stale_cards = [p for p in rejudge(args.params, audit["records_dir"], check=True) if p.parents[2] not in unsound]
         if stale_cards:
             names = ", ".join(sorted({str(path.parent.parent.parent) for path in stale_cards}))
             problems.insert(0, f"stale scorecards in {names}; run `tabrepro record --rejudge` to judge them again")
@@ -42,9 +47,11 @@ def cmd_record(args: argparse.Namespace) -> None:
             problems.insert(0, f"{stale}; run `tabrepro record` to regenerate it")
         if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
             problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
+        problems[:0] = [line for c in checks for line in c.problems()]
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
         current = f"{args.readme}, {root / RESULTS_PAGE}, every record's scorecard: current"
+        current += "; every record's files match its manifest"
         print(f"{current}; {audit['doc']}: every differing cell has a cause")
         return
     if args.rejudge:
@@ -52,6 +59,11 @@ def cmd_record(args: argparse.Namespace) -> None:
 
         for path in rejudge(args.params, audit["records_dir"]):
             print(path)
+    if args.seal:
+        from tabrepro.reporting.records import seal
+
+        print(f"{seal(args.name, audit['records_dir'])}: written from the record's files as they are")
+        return
     if args.restore:
         if not args.name:
             raise InputError("record --restore needs the record's NAME")
@@ -91,14 +103,22 @@ def register(add: AddCommand) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="only check that both, and every record's scorecard, are current and that every differing "
-        "cell of every record has a cause",
+        help="only check that both, and every record's scorecard, are current, that every record's files "
+        "match its manifest, and that every differing cell of every record has a cause",
     )
     p.add_argument(
         "--rejudge",
         action="store_true",
         help="judge every record's results again with the current verdict rules and reference numbers "
-        "(rewrites each record's scorecard, never its results), then regenerate the docs",
+        "(rewrites each record's scorecard and tables and their manifest entries, never its results; a "
+        "record whose results differ from its manifest is refused), then regenerate the docs",
+    )
+    p.add_argument(
+        "--seal",
+        action="store_true",
+        help="write record NAME's manifest (the sha256 of each of its files) from its files as they are: "
+        "only for a record that has none and whose files are known to be a run's (`record NAME` and "
+        "`--rejudge` keep manifests current themselves)",
     )
     p.add_argument(
         "--restore",

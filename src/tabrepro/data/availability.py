@@ -5,8 +5,9 @@ copy): the fetch step records the failure in `<data>/raw/<source>/fetch_status.j
 stopping the run, the workflow then leaves that dataset's jobs out, and the scorecard lists the
 dataset with the recorded error. Deleting the status file makes the next run try the download
 again (a failed fetch leaves no file or recorded hash behind to stop it); `tabrepro fetch --refresh`
-also forgets the files and hashes of a fetch that succeeded. `verified` is False when the only
-source of a file's checksum was the mirror that served it (an OpenML fetch without the API).
+also replaces the files and hashes of a fetch that succeeded. `verified` is True only where a
+registry checksum or the OpenML API's md5 confirmed every file's bytes: it is False for a file no
+checksum pins (trusted on first use) and for an OpenML fetch that had only the mirror to go by.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class FetchStatus:
     ok: bool
     error: str | None = None
     files: list[str] = field(default_factory=list)
-    verified: bool = True  # checksums independent of the mirror (records without the field: True)
+    verified: bool = True  # bytes confirmed by a pinned checksum or OpenML's API md5 (records without the field: True)
 
 
 def status_path(raw_dir: Path, source: str) -> Path:

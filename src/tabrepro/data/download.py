@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import http.client
 import logging
+import socket
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -226,9 +228,101 @@ def _download_with_retries(
 def _download_once(
     location: Location, dest: Path, expectation: Expectation, label: str, options: FetchOptions, deadline: float
 ) -> Digest:
-    with _open_location(location, options, label) as (stream, length, bounded):
-        body = _Body(stream, length, bounded, location.address, deadline, options.deadline_seconds)
-        return _stream_to_file(body, dest, expectation, label, options.progress)
+    watchdog = _Watchdog(deadline)
+    try:
+        with watchdog, _open_location(location, options, label, watchdog) as (stream, length, bounded):
+            body = _Body(stream, length, bounded, location.address, deadline, options.deadline_seconds)
+            return _stream_to_file(body, dest, expectation, label, options.progress)
+    except FetchError as exc:
+        if watchdog.fired and not isinstance(exc, DeadlineExceededError):  # the cut made it look short or wrong
+            raise _deadline_error(label, location.address, options.deadline_seconds) from exc
+        raise
+
+
+def _deadline_error(label: str, location: str, seconds: float, received: int | None = None) -> DeadlineExceededError:
+    after = "" if received is None else f" after {received} bytes"
+    return DeadlineExceededError(
+        f"{label}: download from {location} not finished within {seconds:g} s "
+        f"(fetch.deadline_seconds){after}; giving up on it"
+    )
+
+
+class _Watchdog:
+    """Shuts the sockets of a download's connections at its deadline, so that no phase of it
+    (connecting, headers sent a byte at a time, a trickling body) outlives fetch.deadline_seconds:
+    a per-read timeout alone lets a server that sends one byte per timeout hold a fetch forever."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.fired = False
+        self._connections: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _Watchdog:
+        self._timer = threading.Timer(max(self.deadline - time.monotonic(), 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._timer is not None
+        self._timer.cancel()
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.001)
+
+    def watch(self, connection: http.client.HTTPConnection) -> http.client.HTTPConnection:
+        with self._lock:
+            self._connections.append(connection)
+            if self.fired:
+                self._shut(connection)
+        return connection
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for connection in self._connections:
+                self._shut(connection)
+
+    @staticmethod
+    def _shut(connection: http.client.HTTPConnection) -> None:
+        sock = connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    """Plain-http connections that the download's watchdog can shut, each opened with a timeout no
+    longer than what is left of the deadline."""
+
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self.watchdog = watchdog
+
+    def http_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(_watched(http.client.HTTPConnection, self.watchdog), req)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    """The https counterpart of _WatchedHTTPHandler (the default certificate checks)."""
+
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self.watchdog = watchdog
+
+    def https_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req, context=self._context)
+
+
+def _watched(connection_class: type, watchdog: _Watchdog) -> Callable[..., http.client.HTTPConnection]:
+    def connect(host: str, timeout: object = None, **settings: object) -> http.client.HTTPConnection:
+        left = watchdog.remaining()
+        timeout = min(timeout, left) if isinstance(timeout, (int, float)) else left
+        return watchdog.watch(connection_class(host, timeout=timeout, **settings))
+
+    return connect
 
 
 @dataclass(frozen=True)
@@ -245,7 +339,7 @@ class _Body:
 
 @contextlib.contextmanager
 def _open_location(
-    location: Location, options: FetchOptions, label: str
+    location: Location, options: FetchOptions, label: str, watchdog: _Watchdog | None = None
 ) -> Iterator[tuple[IO[bytes], int | None, bool]]:
     """Open a URL or a local mirror file as (byte stream, announced length, end announced)."""
     if location.local:
@@ -255,7 +349,7 @@ def _open_location(
         with path.open("rb") as handle:
             yield handle, path.stat().st_size, True
         return
-    response = _urlopen(location.address, options, label)
+    response = _urlopen(location.address, options, label, watchdog)
     with response:
         length = response.headers.get("Content-Length")
         announced = int(length) if length and length.isdigit() else None
@@ -292,12 +386,17 @@ class _RedirectGuard(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def _urlopen(url: str, options: FetchOptions, label: str) -> http.client.HTTPResponse:
+def _urlopen(
+    url: str, options: FetchOptions, label: str, watchdog: _Watchdog | None = None
+) -> http.client.HTTPResponse:
     """Open a URL from the registry or a configured host; a redirect may leave it for https only
     (or for plain http on a configured host, or on the URL's own host when the registry says http)."""
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     own = {_origin(url)} if url.startswith("http://") else set()
-    opener = urllib.request.build_opener(_RedirectGuard(options.http_origins | own, label))
+    handlers: list[urllib.request.BaseHandler] = [_RedirectGuard(options.http_origins | own, label)]
+    if watchdog is not None:
+        handlers += [_WatchedHTTPHandler(watchdog), _WatchedHTTPSHandler(watchdog)]
+    opener = urllib.request.build_opener(*handlers)
     try:
         return opener.open(request, timeout=options.timeout_seconds)
     except urllib.error.HTTPError as exc:
@@ -315,10 +414,7 @@ def _urlopen(url: str, options: FetchOptions, label: str) -> http.client.HTTPRes
 def _read_chunk(body: _Body, label: str, received: int) -> bytes:
     """What one read of the socket (or file) gives, so that a trickle still meets the deadline."""
     if time.monotonic() > body.deadline:
-        raise DeadlineExceededError(
-            f"{label}: download from {body.location} not finished within {body.deadline_seconds:g} s "
-            f"(fetch.deadline_seconds) after {received} bytes; giving up on it"
-        )
+        raise _deadline_error(label, body.location, body.deadline_seconds, received)
     try:
         return body.stream.read1(CHUNK_SIZE)  # type: ignore[attr-defined]
     except http.client.IncompleteRead as exc:

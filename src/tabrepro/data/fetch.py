@@ -13,13 +13,20 @@ parsed, or when its end was never announced. Downloads go only where the registr
 configured hosts say: redirects are followed to https only (to http only on the configured mirror
 or API), and OpenML metadata is checked (integer ids, no local paths). An OpenML file's md5 comes
 from the registry or from the OpenML API, never from the mirror that serves the bytes; a fetch
-that had only the mirror to go by is reported as unverified.
+that had only the mirror to go by is reported as unverified, and so is one of a file that no
+registry checksum pins (trust on first use checks only that the bytes do not change later).
+A mirror copy of an unpinned file that fails to extract or parse is followed by the canonical URL.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +79,7 @@ __all__ = [
     "fetch_source",
     "fetch_source_status",
     "forget_dataset",
+    "refreshing",
     "read_openml_metadata",
 ]
 
@@ -128,32 +136,89 @@ def fetch_source_status(source: DatasetSource, raw_dir: Path, options: FetchOpti
         if source.is_openml:
             paths, verified = fetch_openml(source, target_dir, options)
         else:
-            paths, verified = _fetch_url_source(source, target_dir, options), True
+            paths = _fetch_url_source(source, target_dir, options)
+            verified = all(remote.accepted_sha256 for remote in source.files)
     except BaseException:
         remove_if_empty(target_dir, created)
         raise
     return FetchStatus(source.name, ok=True, files=[str(p) for p in paths], verified=verified)
 
 
-def forget_dataset(name: str, raw_dir: Path) -> list[Path]:
-    """Delete what fetching `name` left in raw_dir/<name>/ (its files, their recorded hashes, the
-    fetch record, a stand-in marker), so that the next fetch starts over; returns what was removed."""
+def _fetched_files(name: str, raw_dir: Path) -> list[Path]:
+    """What fetching `name` left in raw_dir/<name>/: its files, their recorded hashes, the fetch
+    record and a stand-in marker."""
     from tabrepro.data.standin import MARKER_FILE
 
     source = get_source(name)
     directory = Path(raw_dir) / source.name
     names = set(OPENML_FILES) if source.is_openml else {n for f in source.files for n in (f.name, f.member) if n}
-    removed = []
-    for file_name in sorted(names | {MANIFEST_NAME, FETCH_STATUS_FILE, MARKER_FILE}):
-        path = directory / file_name
-        if path.is_file() or path.is_symlink():
-            path.unlink()
-            removed.append(path)
-    remove_if_empty(directory, True)
+    paths = [directory / n for n in sorted(names | {MANIFEST_NAME, FETCH_STATUS_FILE, MARKER_FILE})]
+    return [p for p in paths if p.is_file() or p.is_symlink()]
+
+
+def forget_dataset(name: str, raw_dir: Path) -> list[Path]:
+    """Delete what fetching `name` left in raw_dir/<name>/ (see `_fetched_files`), so that the
+    next fetch starts over; returns what was removed."""
+    removed = _fetched_files(name, raw_dir)
+    for path in removed:
+        path.unlink()
+    remove_if_empty(Path(raw_dir) / get_source(name).name, True)
     return removed
 
 
+@contextlib.contextmanager
+def refreshing(name: str, raw_dir: Path) -> Iterator[list[Path]]:
+    """A fetch that starts over without losing the copy it replaces: what fetching `name` left
+    (see `_fetched_files`) is moved aside for the block, deleted once the block ends normally,
+    and put back when it fails, so that a bad mirror never leaves less than there was.
+    Yields the paths set aside (to say what the refresh replaced)."""
+    paths = _fetched_files(name, raw_dir)
+    directory = Path(raw_dir) / get_source(name).name
+    if not paths:
+        yield []
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.refresh.", dir=directory.parent))
+    moved: list[Path] = []
+    try:
+        for path in paths:
+            os.replace(path, aside / path.name)
+            moved.append(path)
+        yield paths
+    except BaseException:
+        for path in moved:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(aside / path.name, path)  # over whatever the failed fetch left
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
 def _fetch_url_source(source: DatasetSource, target_dir: Path, options: FetchOptions) -> list[Path]:
+    """The source's files; a mirror copy of an unpinned file that does not extract or parse is
+    dropped and the canonical URL(s) tried instead (the only other copy anyone vouches for)."""
+    try:
+        return _fetch_url_files(source, target_dir, options)
+    except _UnusableUnpinnedCopy as exc:
+        if not options.mirror or not any(f.url for f in source.files if not f.accepted_sha256):
+            raise exc.error from exc.error.__cause__
+        log.warning("%s; trying the canonical URL(s) without the mirror", exc.error)
+        try:
+            return _fetch_url_files(source, target_dir, replace(options, mirror=None))
+        except _UnusableUnpinnedCopy as again:
+            raise again.error from again.error.__cause__
+        except FetchError as canonical:  # the mirror's bad bytes explain the failure best
+            raise type(exc.error)(f"{exc.error} (the canonical URL failed too: {canonical})") from exc.error
+
+
+class _UnusableUnpinnedCopy(Exception):
+    """Carries the FetchError of an unpinned copy that was dropped (see _fetch_url_source)."""
+
+    def __init__(self, error: FetchError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _fetch_url_files(source: DatasetSource, target_dir: Path, options: FetchOptions) -> list[Path]:
     paths: list[Path] = []
     fresh_unpinned = False
     for remote in source.files:
@@ -182,7 +247,9 @@ def _check_parses(source: DatasetSource, target_dir: Path) -> None:
     except ParseError as exc:
         names = _unpinned_names(source)
         forget_files(target_dir, names)
-        raise FetchError(f"{exc}; unpinned {', '.join(names)} removed with their recorded hashes") from exc
+        error = FetchError(f"{exc}; unpinned {', '.join(names)} removed with their recorded hashes")
+        error.__cause__ = exc
+        raise _UnusableUnpinnedCopy(error) from exc
 
 
 def _fetch_remote_file(
@@ -203,7 +270,9 @@ def _fetch_remote_file(
             if expectation.pinned:
                 raise
             forget_files(target_dir, [remote.name, remote.member])
-            raise type(exc)(f"{exc}; unpinned {remote.name} removed with its recorded hash") from exc
+            error = type(exc)(f"{exc}; unpinned {remote.name} removed with its recorded hash")
+            error.__cause__ = exc
+            raise _UnusableUnpinnedCopy(error) from exc
         record_hash(target_dir, remote.member, hash_file(member_path).sha256)
         fresh = True
     return [dest, member_path], fresh

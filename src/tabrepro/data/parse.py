@@ -113,6 +113,7 @@ def _parse_files(source: DatasetSource, dataset_dir: Path) -> Table:
     n_test = 0
     for remote in source.table_files:
         frame, file_nominal = _read_file(source, remote, dataset_dir / remote.parsed_name)
+        _refuse_non_finite(source, frame, target, file_nominal, f"dataset {source.name!r}, file {remote.parsed_name}")
         if remote.rows is not None and len(frame) != remote.rows:
             raise ParseError(
                 f"dataset {source.name!r}: {remote.parsed_name} has {len(frame)} rows, registry expects {remote.rows}"
@@ -263,6 +264,7 @@ def _parse_openml(source: DatasetSource, dataset_dir: Path) -> Table:
     frame, nominal = _read_arff(
         dataset_dir / "dataset.arff", source.format.encoding, f"dataset {source.name!r}, file dataset.arff"
     )
+    _refuse_non_finite(source, frame, meta.target, nominal, f"dataset {source.name!r}, file dataset.arff")
     extra = [c for c in (*meta.ignore, meta.row_id) if c and c in frame.columns and c != meta.target]
     absent = [c for c in source.drop if c not in frame.columns]
     if absent:
@@ -296,7 +298,9 @@ def build_table(
             out[name] = _as_category(frame[name])
             specs.append(ColumnSpec(name, "categorical", _levels(out[name])))
         else:
-            out[name] = _as_float(frame[name], f"{label}, column {name}")
+            out[name] = _finite_or_missing(
+                source, _as_float(frame[name], f"{label}, column {name}"), f"{label}, column {name}"
+            )
             specs.append(ColumnSpec(name, "continuous"))
     out[target], target_spec = _target_column(source, frame[target], target)
     specs.append(target_spec)
@@ -369,10 +373,58 @@ def _as_float(values: pd.Series, label: str) -> pd.Series:
     return numbers.astype("float64")
 
 
+def _numeric_view(values: pd.Series) -> pd.Series:
+    """The column's numbers (anything that is not one as NaN), for finding infinities."""
+    if pd.api.types.is_bool_dtype(values):
+        return pd.Series(np.zeros(len(values)), index=values.index)
+    if pd.api.types.is_numeric_dtype(values):
+        return values.astype("float64")
+    text = values.astype(STR).str.strip()
+    return pd.to_numeric(text, errors="coerce").astype("float64")
+
+
+def _refuse_non_finite(
+    source: DatasetSource, frame: pd.DataFrame, target: str | None, nominal: set[str], label: str
+) -> None:
+    """Stop on an inf in a column read as numbers, naming the file, column and first data row:
+    the mean of such a column is NaN, and the preprocessed feature silently becomes constant.
+    A registry entry with `non_finite: missing` reads it as a missing value instead."""
+    if source.non_finite != "refuse":
+        return
+    features = [c for c in frame.columns if c != target and c not in source.drop]
+    try:
+        categorical = _categorical_names(source, features, nominal)
+    except ParseError:
+        return  # build_table names the unknown columns
+    numeric = [c for c in features if c not in categorical]
+    if source.task == "regression" and target in frame.columns:
+        numeric.append(target)
+    for name in numeric:
+        infinite = np.isinf(_numeric_view(frame[name]).to_numpy())
+        if infinite.any():
+            first = int(np.flatnonzero(infinite)[0]) + 1
+            raise ParseError(
+                f"{label}, column {name}: {int(infinite.sum())} non-finite value(s) (inf), the first in data "
+                f"row {first}; fix the file, or set `non_finite: missing` in the registry entry to read them as missing"
+            )
+
+
+def _finite_or_missing(source: DatasetSource, values: pd.Series, label: str) -> pd.Series:
+    """Continuous values with no infinity left: +-inf read as missing where the registry says so,
+    refused otherwise (the files' own check names the row; this one guards every other path)."""
+    infinite = np.isinf(values.to_numpy(dtype="float64"))
+    if not infinite.any():
+        return values
+    if source.non_finite == "missing":
+        return values.mask(pd.Series(infinite, index=values.index))
+    first = int(np.flatnonzero(infinite)[0]) + 1
+    raise ParseError(f"{label}: {int(infinite.sum())} non-finite value(s) (inf), the first in row {first}")
+
+
 def _target_column(source: DatasetSource, values: pd.Series, target: str) -> tuple[pd.Series, ColumnSpec]:
     label = f"dataset {source.name!r}, target {target}"
     if source.task == "regression":
-        column = _as_float(values, label)
+        column = _finite_or_missing(source, _as_float(values, label), label)
         spec = ColumnSpec(target, "continuous")
     else:
         column = _class_labels(source, _as_category(values), label)

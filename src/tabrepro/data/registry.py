@@ -25,6 +25,7 @@ FormatKind = Literal["csv", "whitespace", "arff", "xls"]
 HeaderMode = Literal["none", "infer", "check", "replace"]
 FileRole = Literal["data", "test", "doc"]
 LabelFormat = Literal["as_is", "integer"]
+NonFinite = Literal["refuse", "missing"]  # what an inf in a numeric column means
 
 REGISTRY_RESOURCE = "datasets.yaml"
 EMBEDDED_LOADERS = ("sklearn_breast_cancer",)
@@ -115,6 +116,7 @@ class DatasetSource:
     categorical_max_levels: int | None = None  # with "auto": features with at most this many values
     label_strip: str = ""
     label_format: LabelFormat = "as_is"
+    non_finite: NonFinite = "refuse"  # "missing": read +-inf as a missing value
     fixed_test_tail_rows: int = 0
     expected: Expected = Expected()
     openml: OpenMLRef | None = None
@@ -224,6 +226,7 @@ _ENTRY_KEYS = {
     "alternative",
     "label_strip",
     "label_format",
+    "non_finite",
     "fixed_test_tail_rows",
     "expected",
     "openml",
@@ -476,6 +479,7 @@ def source_from_dict(name: str, raw: Any) -> DatasetSource:
         categorical_max_levels=_opt_int(raw, "categorical_max_levels", where, minimum=1),
         label_strip=_opt_str(raw, "label_strip", where) or "",
         label_format=_choice(raw.get("label_format", "as_is"), get_args(LabelFormat), where, "label_format"),
+        non_finite=_choice(raw.get("non_finite", "refuse"), get_args(NonFinite), where, "non_finite"),
         fixed_test_tail_rows=_opt_int(raw, "fixed_test_tail_rows", where) or 0,
         expected=Expected(
             rows=_opt_int(expected_raw, "rows", where, minimum=1),

@@ -125,6 +125,8 @@ class TabularModel(ABC):
     # True: one workflow job per configuration (each is long, e.g. an NPT variant), then a
     # selection job; False: one job per fold loops over the configurations.
     per_config_jobs: ClassVar[bool] = False
+    # The layout of its trainer's resumable state file, if it writes one: a part of the state's key.
+    checkpoint_format: ClassVar[int | None] = None
     # The cost-model family that prices its jobs (tabrepro.costmodel: one fit's work terms and
     # their calibrated weights); a registered variant (a subclass) inherits its base's.
     cost_family: ClassVar[str]

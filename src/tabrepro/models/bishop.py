@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tabrepro.bishop.config import POSITIVE_FIELDS, BiSHopConfig
+from tabrepro.bishop.config import CHECKPOINT_FORMAT, POSITIVE_FIELDS, BiSHopConfig
 from tabrepro.models.paper_network import PaperNetworkModel
 from tabrepro.models.rules import Hyperparameters
 
@@ -44,6 +44,7 @@ class BiSHopModel(PaperNetworkModel):
     name: ClassVar[str] = "bishop"
     cost_family: ClassVar[str] = "bishop"  # its ablations (ablation_models) inherit it
     config_class = BiSHopConfig
+    checkpoint_format = CHECKPOINT_FORMAT
     variant_label = "this ablation"  # an ablation fixes switches on top of the configuration
 
     @classmethod

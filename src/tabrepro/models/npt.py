@@ -23,7 +23,7 @@ import numpy as np
 
 from tabrepro.models.paper_network import PaperNetworkModel
 from tabrepro.models.rules import Hyperparameters
-from tabrepro.npt.config import NPTConfig
+from tabrepro.npt.config import CHECKPOINT_FORMAT, NPTConfig
 
 __all__ = ["NPTModel", "NPTISABModel"]
 
@@ -34,6 +34,7 @@ class NPTModel(PaperNetworkModel):
     name: ClassVar[str] = "npt"
     cost_family: ClassVar[str] = "npt"
     config_class = NPTConfig
+    checkpoint_format = CHECKPOINT_FORMAT
 
     @classmethod
     def declared_hyperparameters(cls) -> Hyperparameters:

@@ -6,8 +6,9 @@ replaced whole (`atomic_torch_save`, built on tabrepro.io.atomic_open: a kill mi
 previous file), and is refused when it was written for another configuration (`read_checkpoint`).
 Files are read with `weights_only=True`: they hold tensors, plain containers and numbers, never
 pickled classes, so renaming a class never makes an old checkpoint unreadable. A state or saved
-pass that cannot be read (empty, truncated, garbage) is moved aside to NAME.corrupt with one line
-saying so, and the job starts from scratch instead of failing on every retry.
+pass that cannot be read (empty, truncated, garbage, or a state file of another checkpoint format)
+is moved aside to NAME.corrupt with one line saying so, and the job starts from scratch instead of
+failing on every retry.
 """
 
 from __future__ import annotations
@@ -155,15 +156,18 @@ def read_checkpoint(
     """The state dict saved at `path` (on CPU), or None if there is no such file or it cannot be
     read (then moved aside, see `load_resume_file`: training starts from scratch).
 
-    Refuses (ValueError) a file of another format or one written under a config that differs
-    from `config` in any field outside `neutral_fields`; `config` is a dataclass config with
-    `to_dict` / `from_dict` (NPTConfig, BiSHopConfig). Checks of the data are the caller's.
+    A file of another format (an older or newer checkout's) is set aside the same way, with one
+    line. Refuses (ValueError) one written under a config that differs from `config` in any field
+    outside `neutral_fields`; `config` is a dataclass config with `to_dict` / `from_dict`
+    (NPTConfig, BiSHopConfig). Checks of the data are the caller's.
     """
-    state = load_resume_file(path, "training starts from scratch", required=("format", "config"))
+    instead = "training starts from scratch"
+    state = load_resume_file(path, instead, required=("format", "config"))
     if state is None:
         return None
     if state.get("format") != checkpoint_format:
-        raise ValueError(f"{path}: unknown checkpoint format {state.get('format')!r}")
+        set_aside(path, f"checkpoint format {state.get('format')!r}, not this checkout's {checkpoint_format}", instead)
+        return None
     config_cls = type(config)
 
     def comparable(values: dict[str, Any]) -> dict[str, Any]:

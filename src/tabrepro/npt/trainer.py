@@ -41,7 +41,7 @@ from tabrepro.features import Feature
 from tabrepro.nn.checkpoint import ResumableTrainer, save_state_dict
 from tabrepro.nn.progress import logged_batches
 from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
-from tabrepro.npt.config import RESUME_NEUTRAL_FIELDS, NPTConfig
+from tabrepro.npt.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, NPTConfig
 from tabrepro.npt.masking import (
     TEST,
     TRAIN,
@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "state.pt"
 BEST_WEIGHTS_FILE = "best_weights.pt"
-_CHECKPOINT_FORMAT = 1
 
 
 @dataclass
@@ -97,7 +96,7 @@ class NPTTrainer(ResumableTrainer):
 
     # For ResumableTrainer (the state file, and the checks before resuming from it).
     state_file = STATE_FILE
-    checkpoint_format = _CHECKPOINT_FORMAT
+    checkpoint_format = CHECKPOINT_FORMAT
     resume_neutral_fields = RESUME_NEUTRAL_FIELDS
     schedule_key = "schedule"
     fingerprint_key = "table_fingerprint"
