@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -246,12 +246,18 @@ class Params:
                     )
             for claim, spec in (cfg.get("claims") or {}).items():
                 where = f"papers.{paper}.claims.{claim}"
-                if spec["table"] not in cfg["tables"]:
-                    known = _did_you_mean(spec["table"], cfg["tables"])
-                    self._fail(f"{where}.table", f"unknown table {spec['table']!r}" + known)
-                for model in [spec["model"], *spec["over"]]:
-                    if model not in MODEL_NAMES:
-                        self._fail(where, f"unknown model {model!r}" + _did_you_mean(model, MODEL_NAMES))
+                labels: set[str] = set()
+                for table in [*spec.get("tables", []), *([spec["ranks_table"]] if "ranks_table" in spec else [])]:
+                    if table not in cfg["tables"]:
+                        self._fail(f"{where}.tables", f"unknown table {table!r}" + _did_you_mean(table, cfg["tables"]))
+                    labels |= set((cfg["tables"][table].get("models") or cfg["models"]).values())
+                    labels |= self._printed_labels(paper, cfg, table)
+                if spec.get("tables"):
+                    named = [spec.get("method"), *(m for k in ("over", "ahead", "ties", "beats", "largest")
+                                                   for m in spec.get(k, []))]  # fmt: skip
+                    for label in filter(None, named):
+                        if label not in labels:
+                            self._fail(where, f"unknown method {label!r} in its tables" + _did_you_mean(label, labels))
             for table, tcfg in cfg["tables"].items():
                 for model in tcfg.get("models", {}):
                     if model not in MODEL_NAMES:
@@ -442,6 +448,17 @@ class Params:
     @property
     def profile(self) -> dict:
         return self.raw["profiles"][self.profile_name]
+
+    def _printed_labels(self, paper: str, cfg: Mapping[str, Any], table: str) -> set[str]:
+        """The method labels the paper's reference numbers print for one of its tables."""
+        from tabrepro.reporting.reference import reference_methods, reference_table_id
+
+        tcfg = cfg["tables"][table]
+        metric = tcfg.get("metric")
+        if metric is None:
+            return set()
+        source = str(Path(self.source).parent / cfg["reference"]) if "reference" in cfg else None
+        return set(reference_methods(paper, reference_table_id(table, tcfg), metric, source=source))
 
     @property
     def seed(self) -> int:

@@ -16,7 +16,7 @@ from scipy import stats
 
 from tabrepro.io import atomic_write
 from tabrepro.layout import SCORECARD_CSV_FILE, SCORECARD_FILES, SCORECARD_MARKDOWN_FILE, SCORECARD_SUMMARY_FILE
-from tabrepro.reporting.claims import CLAIM_HEADER, ClaimVerdict, claim_rows
+from tabrepro.reporting.claims import CLAIM_HEADER, CLAIMS_HEADING, ClaimVerdict, claim_rows
 from tabrepro.reporting.scorecard import (
     COUNT_GROUPS,
     COUNT_KEYS,
@@ -220,7 +220,7 @@ def render_markdown(card: Scorecard, claims: Sequence[ClaimVerdict] = ()) -> str
     """The scorecard to read: the claims, rules and counts first, then every table's cells."""
     lines = [f"# Reproduction scorecard — profile `{card.profile}`", ""]
     if claims:
-        lines += ["## The papers' claims, judged on our runs", "", *_md_table(CLAIM_HEADER, claim_rows(claims)), ""]
+        lines += [f"## {CLAIMS_HEADING}", "", *_md_table(CLAIM_HEADER, claim_rows(claims)), ""]
     lines += ["## How cells are judged", "", *rule_text(card), ""]
     lines += ["Only the datasets the profile selects appear; `tabrepro scorecard` rebuilds this page.", ""]
     lines += ["## Counts", ""]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tabrepro.reporting import scorecard_markdown as scm
-from tabrepro.reporting.claims import CLAIM_HEADER, claim_rows, judge_claims
+from tabrepro.reporting.claims import CLAIM_HEADER, CLAIMS_HEADING, claim_rows, judge_claims
 from tabrepro.reporting.figures import forest_plot
 from tabrepro.reporting.html.page import Page, ReportError, esc, slug, table_html
 from tabrepro.reporting.scorecard import build_scorecard, summary
@@ -28,8 +28,8 @@ def scorecard_section(page: Page, params: Any) -> None:
     if not card.papers:
         page.empty("The profile selects no dataset of any paper: nothing to judge.")
         return
-    page.add('<h3 id="scorecard-claims">The papers\' claims, judged on our runs</h3>')
-    page.add(table_html(CLAIM_HEADER, claim_rows(judge_claims(params, card)), 6))
+    page.add(f'<h3 id="scorecard-claims">{esc(CLAIMS_HEADING)}</h3>')
+    page.add(table_html(CLAIM_HEADER, claim_rows(judge_claims(params, card)), len(CLAIM_HEADER)))
     for (paper, table), title in card.titles.items():
         mine = [c for c in card.cells if c.paper == paper and c.table == table and c.ci_low is not None]
         if mine:
