@@ -150,7 +150,7 @@ def test_snapshot_copies_the_run_and_renders_counts(tmp_path):
     assert "npt/boston" in block and block.startswith(README_BEGIN) and block.endswith(README_END)
 
     summary_block = render_summary(read_records(tmp_path / "records"), tmp_path)
-    assert "| `tiny` | 1 of 3 | npt | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 2 |" in summary_block
+    assert "| `tiny` | 1 of 3 | npt | paper's protocol | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 2 |" in summary_block
     assert f"({RESULTS_PAGE.as_posix()})" in summary_block
 
     readme = tmp_path / "README.md"

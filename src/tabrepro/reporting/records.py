@@ -545,24 +545,26 @@ def render_block(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) 
 
 def render_summary(records: list[tuple[Path, dict[str, Any]]], relative_to: Path) -> str:
     """The README's block: per record and paper, the counts over all its tables of the numbers the
-    paper measured itself, and a link to the full page (relative to `relative_to`)."""
+    paper measured itself, our full-protocol runs (own) apart from our capped ones, and a link to
+    the full page (relative to `relative_to`)."""
     lines = [
         SUMMARY_BEGIN,
         "",
-        f"| record | results | paper | {COUNT_HEADER} | cells |",
-        f"|---|---|---|{COUNT_RULE}|---|",
+        f"| record | results | paper | our runs | {COUNT_HEADER} | cells |",
+        f"|---|---|---|---|{COUNT_RULE}|---|",
     ]
     for directory, record in records:
         summary = json.loads((directory / "results" / "scorecard" / SCORECARD_SUMMARY_FILE).read_text("utf-8"))
         for paper, tables in summary.get("papers", {}).items():
-            tally = (tables.get("all") or {}).get("own") or {}
-            if tally.get("cells"):
-                lines.append(
-                    f"| `{record['name']}` | {record['results']} of {record['jobs']} | {paper} | "
-                    f"{_tally_cells(tally)} | {tally['cells']} |"
-                )
+            for group, label in (("own", "paper's protocol"), ("capped", "capped")):
+                tally = (tables.get("all") or {}).get(group) or {}
+                if tally.get("cells"):
+                    lines.append(
+                        f"| `{record['name']}` | {record['results']} of {record['jobs']} | {paper} | {label} | "
+                        f"{_tally_cells(tally)} | {tally['cells']} |"
+                    )
     if not records:
-        lines.append("| _none yet_ | | |" + " |" * (len(COUNT_COLUMNS) + 1))
+        lines.append("| _none yet_ | | | |" + " |" * (len(COUNT_COLUMNS) + 1))
     page = Path(os.path.relpath((relative_to / RESULTS_PAGE).resolve(), relative_to.resolve())).as_posix()
     lines += [
         "",
