@@ -442,6 +442,7 @@ def run_plan(
     compare_only: bool = False,
     show_calibration: bool = False,
     write_facts: Path | None = None,
+    to_decide: Path | None = None,
 ) -> str:
     """What `tabrepro plan` and `python -m tabrepro.plan` print: the plan table and totals (or
     the predicted-vs-measured comparison, or the facts file written)."""
@@ -460,6 +461,12 @@ def run_plan(
     if compare_only:
         return compare(measured, gpu)
     model = CostModel(calibrate(measured, gpu), gpu)
+    if to_decide is not None:
+        from tabrepro.plan_decide import decision_costs, format_decision_costs, one_run_hours, read_scorecard
+
+        rows = Planner(params, model, facts).rows()
+        found = decision_costs(read_scorecard(to_decide), one_run_hours(rows))
+        return format_decision_costs(*found, to_decide, params.profile_name)
     parts = [calibration_summary(model.calibration), ""] if show_calibration else []
     parts.append(format_plan(Planner(params, model, facts).rows(), params, model))
     families = ", ".join(sorted({j.family for j in measured}))

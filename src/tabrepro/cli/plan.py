@@ -21,6 +21,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
             gpu_tflops=args.gpu_tflops,
             compare_only=args.compare,
             show_calibration=args.calibration,
+            to_decide=args.to_decide,
         )
     )
 
@@ -41,3 +42,10 @@ def register(add: AddCommand) -> None:
     p.add_argument("--gpu-tflops", type=float, help="assumed sustained GPU TFLOP/s (default: the cost model's)")
     p.add_argument("--compare", action="store_true", help="predicted vs measured time for every measured job")
     p.add_argument("--calibration", action="store_true", help="print the calibrated weights first")
+    p.add_argument(
+        "--to-decide",
+        type=Path,
+        metavar="SCORECARD_CSV",
+        help="price the runs that would decide this scorecard's undecided cells (e.g. "
+        "records/runs/reproduce/results/scorecard/scorecard.csv, with the record's --profile)",
+    )
