@@ -388,3 +388,16 @@ def test_a_model_checked_against_the_authors_code_says_so_on_its_cells(tmp_path)
     params = Params(raw, source=str(tmp_path / "params.yaml"))
     checks = params.paper("npt")["implementation_checks"]
     assert checks == {"npt": str(tmp_path / raw["papers"]["npt"]["implementation_checks"]["npt"])}
+
+
+def test_cells_of_a_protocol_that_departs_from_its_source_say_so(workspace):
+    from types import SimpleNamespace
+
+    from tabrepro.reporting.scorecard.judge import _departures
+
+    ctx = SimpleNamespace(params=workspace["params"], paper="bishop")
+    note = _departures(ctx, "openml_361286_compas-two-years")
+    assert note.startswith("our protocol departs from its source in 4 ways (Split sizes; Resplits;")
+    assert note.endswith("params.yaml protocols.openml_benchmark.not_followed)")
+    assert _departures(ctx, "spambase") is None
+    assert all("departs" not in c.notes for c in workspace["card"].cells if c.table == "fig4_1")

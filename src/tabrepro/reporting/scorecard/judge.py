@@ -184,6 +184,9 @@ def _dataset_cell(
     expected = model is not None and ctx.expects(dataset, model)
     if cell.paper is not None and cell.paper.selected_on == "test":
         notes.append(ctx.selection_bias_note(dataset, model, cell.metric))
+    departures = _departures(ctx, dataset)
+    if departures and cell.paper is not None:
+        notes.append(departures)
     if expected:
         draft.fields["budget"] = ctx.params.budget_note(ctx.paper, dataset, model)
         draft.fields["n_expected"] = len(ctx.params.folds(ctx.paper, dataset))
@@ -210,6 +213,18 @@ def _dataset_cell(
         return draft
     paper = paper_side(ctx.params, ctx.paper, dataset, table_cfg, cell.paper, ours, folds, bootstrap)
     return _compared(draft, ours, paper, cell.metric, ctx.rules)
+
+
+def _departures(ctx: PaperContext, dataset: str) -> str | None:
+    """Where our protocol for this dataset does not follow the source it describes (params.yaml
+    `protocols.<name>.not_followed`), named by each entry's lead words."""
+    name = ctx.params.dataset_entry(ctx.paper, dataset)["protocol"]
+    points = ctx.params.raw["protocols"][name].get("not_followed") or []
+    if not points:
+        return None
+    leads = "; ".join(str(point).split(":", 1)[0] for point in points)
+    where = f"params.yaml protocols.{name}.not_followed"
+    return f"our protocol departs from its source in {len(points)} ways ({leads}: {where})"
 
 
 def _task_of(ctx: PaperContext, dataset: str) -> str:
