@@ -356,16 +356,31 @@ def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, mo
     monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
     work = tmp_path / "repeat_state"
 
+    def same(runs, other):
+        return [m for m, _ in runs] == [m for m, _ in other] and all(
+            np.array_equal(np.float32(a), np.float32(b)) for (_, a), (_, b) in zip(runs, other, strict=True)
+        )
+
     first = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2] and len(first) == 2
-    assert sorted(p.name for p in work.rglob("*") if p.is_file()) == ["repeat.json", "repeat.json"]
-    assert training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work) == first
+    files = ["repeat.json", "repeat.json", "test_outputs.npy", "test_outputs.npy"]
+    assert sorted(p.name for p in work.rglob("*") if p.is_file()) == files
+    assert same(training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work), first)
     assert fits == [1, 2]  # both read back, none trained again
 
     (work / "repeat2" / "repeat.json").write_text("{not json")
     again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
-    assert fits == [1, 2, 2] and again == first  # the same seed retrains to the same forest
+    assert fits == [1, 2, 2] and same(again, first)  # the same seed retrains to the same forest
     assert "repeat 2 is trained again" in caplog.text
+
+    # a repeat finished without its test outputs kept cannot give the job's predictions: retrained
+    (work / "repeat1" / "test_outputs.npy").unlink()
+    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2, 2, 1] and same(again, first)
+    (work / "repeat1" / "test_outputs.npy").write_bytes(b"garbage")
+    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2, 2, 1, 1] and same(again, first)
+    assert "not a repeat's test outputs" in caplog.text
 
 
 def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeypatch):
