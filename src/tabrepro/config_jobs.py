@@ -40,7 +40,7 @@ from tabrepro.training import (
     outputs_metrics,
     predictions_beside,
     selection_metric,
-    test_predictions,
+    scored_test_rows,
     write_result,
 )
 from tabrepro.tuning import job_configs, select_best, variant_names
@@ -222,7 +222,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
 
     With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
     resumably, and the reported test metric is the mean over all its runs. The winner's weights
-    and the test rows as each run scored them (`test_predictions`) are written beside `out_path`;
+    and the test rows as each run scored them (`scored_test_rows`) are written beside `out_path`;
     the caller writes the returned result there last.
     """
     started = time.perf_counter()
@@ -247,7 +247,7 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
-    write_predictions(predictions_beside(out_path), test_predictions(data, job.fold, [o for _, o in runs]))
+    write_predictions(predictions_beside(out_path), scored_test_rows(data, job.fold, [o for _, o in runs]))
     record = _record(params, job, data, started, n_jobs)
     # The job's cost: its configurations plus this step (which retrains the winner on repeats).
     record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)

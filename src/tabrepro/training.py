@@ -120,7 +120,7 @@ def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, targe
     return compute_metrics(task, y_encoded, proba=outputs)
 
 
-def test_predictions(data: FoldData, fold: int, runs: list[np.ndarray]) -> JobPredictions:
+def scored_test_rows(data: FoldData, fold: int, runs: list[np.ndarray]) -> JobPredictions:
     """The test rows as each run (`model_outputs`) scored them, in the units of the job's metrics."""
     te = data.split.test
     if data.task == "regression":
@@ -314,7 +314,7 @@ def run_job(
 ) -> dict:
     """Tune every configuration in this process, score the winner once on test (CPU models).
 
-    With `predictions_path`, the test rows as scored are written there (`test_predictions`)
+    With `predictions_path`, the test rows as scored are written there (`scored_test_rows`)
     before the result is returned, so that the metrics.json written after them marks both done.
     Each configuration's validation metrics are kept as it is scored (`ScoredConfigurations`): a
     job stopped mid-search and run again scores only the configurations it had not reached, and
@@ -357,7 +357,7 @@ def run_job(
     runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
     test_runs = [metrics for metrics, _ in runs]
     if predictions_path is not None:
-        write_predictions(predictions_path, test_predictions(data, job.fold, [outputs for _, outputs in runs]))
+        write_predictions(predictions_path, scored_test_rows(data, job.fold, [outputs for _, outputs in runs]))
     scored.clear()
     return {
         **_record(params, job, data, started, n_jobs),

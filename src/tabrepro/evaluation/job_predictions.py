@@ -70,11 +70,12 @@ class JobPredictions:
     def n_runs(self) -> int:
         return int(self.outputs.shape[0])
 
-    def run_metrics(self) -> list[dict[str, float]]:
-        """Every metric of each run, computed as the job computed them (tabrepro.evaluation.metrics)."""
+    def run_metrics(self, optional: tuple[str, ...] = ()) -> list[dict[str, float]]:
+        """Every metric of each run, computed as the job computed them (tabrepro.evaluation.metrics),
+        plus the `optional` classification metrics named."""
         if self.task == "regression":
             return [compute_metrics(self.task, self.y_true, y_pred=run) for run in self.outputs]
-        return [compute_metrics(self.task, self.y_true, proba=run) for run in self.outputs]
+        return [compute_metrics(self.task, self.y_true, proba=run, optional=optional) for run in self.outputs]
 
     def metrics(self) -> dict[str, float]:
         """The job's test metrics: the mean over its runs, as metrics.json's `test`."""
@@ -118,7 +119,7 @@ def read_predictions(path: Path) -> JobPredictions:
     """The file's predictions, or one PredictionsFileError naming the file and what is wrong."""
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in stored.files}
     except FileNotFoundError:
         raise
