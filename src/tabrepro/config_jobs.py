@@ -39,8 +39,8 @@ from tabrepro.training import (
     model_outputs,
     outputs_metrics,
     predictions_beside,
-    selection_metric,
     scored_test_rows,
+    selection_metric,
     write_result,
 )
 from tabrepro.tuning import job_configs, select_best, variant_names

@@ -513,7 +513,8 @@ def _finished_repeat(path: Path, repeat: int) -> tuple[dict[str, float], np.ndar
         log.info("%s: finished without its test outputs kept; repeat %d is trained again", path, repeat)
         return None
     except (OSError, ValueError, EOFError) as error:
-        set_aside(outputs_path, f"not a repeat's test outputs ({_one_line(error)})", f"repeat {repeat} is trained again")
+        problem = f"not a repeat's test outputs ({_one_line(error)})"
+        set_aside(outputs_path, problem, f"repeat {repeat} is trained again")
         return None
     return {key: float(value) for key, value in test.items()}, outputs
 
