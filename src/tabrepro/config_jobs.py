@@ -20,6 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from tabrepro.config import Job, Params, ParamsError
+from tabrepro.evaluation.job_predictions import write_predictions
 from tabrepro.io import atomic_write
 from tabrepro.layout import PREDICTIONS_FILE, RESULT_FILE, WEIGHTS_FILE
 from tabrepro.training import (
@@ -37,6 +38,8 @@ from tabrepro.training import (
     load_fold,
     model_outputs,
     outputs_metrics,
+    predictions_beside,
+    scored_test_rows,
     selection_metric,
     write_result,
 )
@@ -199,8 +202,9 @@ def _configuration_results(params: Params, job: Job, data: FoldData) -> tuple[li
 
 def run_repeat(params: Params, job: Job, repeat: int, *, n_jobs: int = 1) -> Path:
     """Retrain the chosen configuration with further seed `repeat` alone and leave its small
-    result file where `select_config` picks it up, so the repeats of one job can run side by side
-    (in separate processes or on separate machines, the file copied back). Returns that file."""
+    result files (test metrics, test outputs) where `select_config` picks them up, so the repeats
+    of one job can run side by side (in separate processes or on separate machines, the repeat's
+    directory copied back). Returns its metrics file."""
     n_repeats = params.repeats(job.paper, job.dataset, job.model)
     if not 1 <= repeat < n_repeats:
         raise ParamsError(
@@ -219,7 +223,9 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     """Pick the configuration with the best validation score; score its test outputs once.
 
     With `repeats` > 1 (BiSHop's protocol) the winner is retrained here with further seeds,
-    resumably, and the reported test metric is the mean over all its runs.
+    resumably, and the reported test metric is the mean over all its runs. The winner's weights
+    and the test rows as each run scored them (`scored_test_rows`) are written beside `out_path`;
+    the caller writes the returned result there last.
     """
     started = time.perf_counter()
     data = load_fold(params, job)
@@ -229,8 +235,8 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
         test_outputs = stored["test"]
     te = data.split.test
-    test_runs = [outputs_metrics(data.task, test_outputs, data.y[te], data.target)]
-    test_runs += _repeat_runs(
+    runs = [(outputs_metrics(data.task, test_outputs, data.y[te], data.target), test_outputs)]
+    runs += _repeat_runs(
         params,
         job,
         data,
@@ -239,9 +245,11 @@ def select_config(params: Params, job: Job, out_path: Path, *, n_jobs: int = 1) 
         n_jobs=n_jobs,
         work_dir=_state_dir(chosen_dir, params, job, data, results[best]["config"]),
     )
+    test_runs = [metrics for metrics, _ in runs]
     out_path = Path(out_path)
     if results[best].get("weights"):
         atomic_write(out_path.parent / WEIGHTS_FILE, (chosen_dir / WEIGHTS_FILE).read_bytes())
+    write_predictions(predictions_beside(out_path), scored_test_rows(data, job.fold, [o for _, o in runs]))
     record = _record(params, job, data, started, n_jobs)
     # The job's cost: its configurations plus this step (which retrains the winner on repeats).
     record["wall_time_s"] = round(record["wall_time_s"] + sum(r["wall_time_s"] for r in results), 3)

@@ -36,6 +36,10 @@ FINISHED_FILE = "finished.json"  # under a fold's STATE_DIR: its result until it
 WEIGHTS_FILE = "weights.pt"
 RESULT_FILE = "result.json"
 PREDICTIONS_FILE = "predictions.npz"
+# A job's test rows as scored: row ids, labels and each run's outputs (tabrepro.evaluation.job_predictions)
+TEST_PREDICTIONS_FILE = "test_predictions.npz"
+REPEAT_OUTPUTS_FILE = "test_outputs.npy"  # under a repeat's state directory, beside REPEAT_FILE
+FINISHED_PREDICTIONS_FILE = "finished_predictions.npz"  # beside FINISHED_FILE, until the job ends
 FETCH_STATUS_FILE = "fetch_status.json"
 TABLE_FILE = "table.parquet"
 SCHEMA_FILE = "schema.json"
@@ -123,6 +127,8 @@ class RunLayout:
     job_dir = _Entry("results", "{paper}/{dataset}/{model}/fold{fold}")
     job_metrics = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{METRICS_FILE}")
     job_weights = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{WEIGHTS_FILE}")
+    # Written by the job that writes metrics.json, just before it.
+    job_test_predictions = _Entry("results", f"{{paper}}/{{dataset}}/{{model}}/fold{{fold}}/{TEST_PREDICTIONS_FILE}")
     # Per-configuration models (NPT's variants, BiSHop's trials) train their configurations in
     # train_batch jobs; each configuration writes its own directory (not declared to Snakemake, so
     # that a rerun batch keeps its finished configurations), then the batch its manifest.

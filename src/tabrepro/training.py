@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -26,10 +27,19 @@ from tqdm import tqdm
 from tabrepro.config import Job, Params
 from tabrepro.data.table import load_table, release_arrow_memory
 from tabrepro.errors import InputError
+from tabrepro.evaluation.job_predictions import JobPredictions, job_predictions, read_predictions, write_predictions
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
-from tabrepro.io import remove_stale_temps, set_aside, write_json
-from tabrepro.layout import FINISHED_FILE, REPEAT_FILE, STATE_DIR, TUNING_DIR
+from tabrepro.io import atomic_write, remove_stale_temps, set_aside, write_json
+from tabrepro.layout import (
+    FINISHED_FILE,
+    FINISHED_PREDICTIONS_FILE,
+    REPEAT_FILE,
+    REPEAT_OUTPUTS_FILE,
+    STATE_DIR,
+    TEST_PREDICTIONS_FILE,
+    TUNING_DIR,
+)
 from tabrepro.models.base import FitContext, TabularModel
 from tabrepro.models.registry import get_model_class
 from tabrepro.preprocessing import Preprocessor, TargetEncoder
@@ -108,6 +118,20 @@ def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, targe
     if task == "regression":
         return compute_metrics(task, target.inverse_transform(y_encoded), y_pred=target.inverse_transform(outputs))
     return compute_metrics(task, y_encoded, proba=outputs)
+
+
+def scored_test_rows(data: FoldData, fold: int, runs: list[np.ndarray]) -> JobPredictions:
+    """The test rows as each run (`model_outputs`) scored them, in the units of the job's metrics."""
+    te = data.split.test
+    if data.task == "regression":
+        truth = data.target.inverse_transform(data.y[te])
+        return job_predictions(data.task, fold, te, truth, [data.target.inverse_transform(run) for run in runs])
+    return job_predictions(data.task, fold, te, data.y[te], runs)
+
+
+def predictions_beside(metrics_path: Path) -> Path:
+    """Where a job whose metrics.json goes to `metrics_path` writes its test predictions."""
+    return Path(metrics_path).with_name(TEST_PREDICTIONS_FILE)
 
 
 class ModelConfigError(InputError, ValueError):
@@ -285,9 +309,13 @@ def _saved_score_problem(saved: object, index: int) -> str | None:
     return None
 
 
-def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True) -> dict:
+def run_job(
+    params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True, predictions_path: Path | None = None
+) -> dict:
     """Tune every configuration in this process, score the winner once on test (CPU models).
 
+    With `predictions_path`, the test rows as scored are written there (`scored_test_rows`)
+    before the result is returned, so that the metrics.json written after them marks both done.
     Each configuration's validation metrics are kept as it is scored (`ScoredConfigurations`): a
     job stopped mid-search and run again scores only the configurations it had not reached, and
     refits the winner when an earlier run scored it (same seed, same model).
@@ -324,8 +352,12 @@ def run_job(params: Params, job: Job, *, n_jobs: int = 1, progress: bool = True)
     best = select_best(val_scores, chosen_on)  # the last leader: select_best is prefix-consistent
     if best_so_far is None:
         best_so_far = _fit_config(params, job, data, best, configs[best], n_jobs=n_jobs, work_dir=scored.work_dir(best))
-    test_runs = [outputs_metrics(data.task, model_outputs(best_so_far, data.task, data.X[te]), data.y[te], data.target)]
-    test_runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
+    test_outputs = model_outputs(best_so_far, data.task, data.X[te])
+    runs = [(outputs_metrics(data.task, test_outputs, data.y[te], data.target), test_outputs)]
+    runs += _repeat_runs(params, job, data, best, configs[best], n_jobs=n_jobs)
+    test_runs = [metrics for metrics, _ in runs]
+    if predictions_path is not None:
+        write_predictions(predictions_path, scored_test_rows(data, job.fold, [outputs for _, outputs in runs]))
     scored.clear()
     return {
         **_record(params, job, data, started, n_jobs),
@@ -346,16 +378,19 @@ def run_folds(params: Params, jobs: list[Job], *, n_jobs: int = 1, progress: boo
     result yielded as it is ready. A fold's result is the one its own job would give (its seeds
     come from its names, not from what ran before it); its peak memory is measured afresh.
 
-    Each finished fold's result is also kept in its state directory (`FINISHED_FILE`) until every
-    fold was yielded: Snakemake deletes all outputs of a job that was killed, the metrics.json of
-    the folds it had finished included, and the rerun gives those folds back instead of training
-    them again.
+    Each fold's test predictions are written where the layout puts them
+    (`job_test_predictions`) before its result is yielded; the caller writes its metrics.json.
+    Each finished fold's result and predictions are also kept in its state directory
+    (`FINISHED_FILE`, `FINISHED_PREDICTIONS_FILE`) until every fold was yielded: Snakemake deletes
+    all outputs of a job that was killed, those of the folds it had finished included, and the
+    rerun gives those folds back instead of training them again.
     """
     for job in jobs:
         result = _kept_fold(params, job)
+        kept_predictions = _kept_fold_path(params, job).with_name(FINISHED_PREDICTIONS_FILE)
         if result is None:
             reset_peak_memory()
-            result = run_job(params, job, n_jobs=n_jobs, progress=progress)
+            result = run_job(params, job, n_jobs=n_jobs, progress=progress, predictions_path=kept_predictions)
             write_result(result, _kept_fold_path(params, job))
         else:
             log.info(
@@ -365,6 +400,7 @@ def run_folds(params: Params, jobs: list[Job], *, n_jobs: int = 1, progress: boo
                 job.model,
                 job.fold,
             )
+        atomic_write(params.layout.job_test_predictions.path(job), kept_predictions.read_bytes())
         yield job, result
     for job in jobs:
         _drop_kept_fold(params, job)
@@ -390,6 +426,15 @@ def _kept_fold(params: Params, job: Job) -> dict | None:
     ):
         set_aside(path, "not a result (no metrics or split)", f"fold {job.fold} is trained again")
         return None
+    predictions = path.with_name(FINISHED_PREDICTIONS_FILE)
+    if not predictions.is_file():
+        log.info("%s: kept without its test predictions; fold %d is trained again", path, job.fold)
+        return None
+    try:
+        read_predictions(predictions)
+    except InputError as error:
+        set_aside(predictions, _one_line(error), f"fold {job.fold} is trained again")
+        return None
     split = load_split(fold_path(params.split_dir(job.paper, job.dataset), job.fold))
     same = result.get("params_digest") == params.job_digest(job) and result["split"].get("sha256") == split.sha256
     return result if same and result.get("fold") == job.fold and result.get("model") == job.model else None
@@ -397,6 +442,7 @@ def _kept_fold(params: Params, job: Job) -> dict | None:
 
 def _drop_kept_fold(params: Params, job: Job) -> None:
     _kept_fold_path(params, job).unlink(missing_ok=True)
+    _kept_fold_path(params, job).with_name(FINISHED_PREDICTIONS_FILE).unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # the state directory goes too unless something else lives there
         _kept_fold_path(params, job).parent.rmdir()
 
@@ -411,9 +457,10 @@ def _repeat_runs(
     n_jobs: int,
     work_dir: Path | None = None,
     only: int | None = None,
-) -> list[dict[str, float]]:
-    """Test metrics of the chosen configuration retrained with the protocol's further seeds
-    (repeat `only` alone when given, so that separate processes can share the repeats).
+) -> list[tuple[dict[str, float], np.ndarray]]:
+    """Test metrics and outputs (`model_outputs`) of the chosen configuration retrained with the
+    protocol's further seeds (repeat `only` alone when given, so that separate processes can share
+    the repeats).
 
     The configuration was chosen on validation before any of these runs; each is scored once.
     """
@@ -428,20 +475,26 @@ def _repeat_runs(
             runs.append(done)
             continue
         model = _fit_config(params, job, data, best, config, n_jobs=n_jobs, work_dir=state, repeat=repeat)
-        metrics = outputs_metrics(data.task, model_outputs(model, data.task, data.X[te]), data.y[te], data.target)
+        outputs = model_outputs(model, data.task, data.X[te])
+        metrics = outputs_metrics(data.task, outputs, data.y[te], data.target)
         if state is not None:
-            # A finished run is a few numbers: kept in place of its state (a checkpoint of BiSHop
-            # is ~200 MB), so that the job resumes after it, here or wherever the file is copied.
+            # A finished run is its test outputs and a few numbers: kept in place of its state (a
+            # checkpoint of BiSHop is ~200 MB), so that the job resumes after it, here or wherever
+            # the files are copied. The metrics file goes last: it marks the run finished.
             if os.environ.get(KEEP_STATE_ENV) != "1":
                 _drop_state(state)
             state.mkdir(parents=True, exist_ok=True)
+            buffer = io.BytesIO()
+            np.save(buffer, np.asarray(outputs, dtype=np.float32), allow_pickle=False)
+            atomic_write(state / REPEAT_OUTPUTS_FILE, buffer.getvalue())
             write_json(state / REPEAT_FILE, {"repeat": repeat, "test": metrics})
-        runs.append(metrics)
+        runs.append((metrics, outputs))
     return runs
 
 
-def _finished_repeat(path: Path, repeat: int) -> dict[str, float] | None:
-    """A finished repeat's test metrics, or None (not run yet, or an unreadable file set aside)."""
+def _finished_repeat(path: Path, repeat: int) -> tuple[dict[str, float], np.ndarray] | None:
+    """A finished repeat's test metrics and outputs, or None (not run yet, run before its outputs
+    were kept, or an unreadable file set aside): then the repeat is trained again."""
     try:
         stored = json.loads(path.read_text())
     except FileNotFoundError:
@@ -453,7 +506,17 @@ def _finished_repeat(path: Path, repeat: int) -> dict[str, float] | None:
     if not isinstance(test, dict) or stored.get("repeat") != repeat:
         set_aside(path, "not a repeat result (no test metrics)", f"repeat {repeat} is trained again")
         return None
-    return {key: float(value) for key, value in test.items()}
+    outputs_path = path.with_name(REPEAT_OUTPUTS_FILE)
+    try:
+        outputs = np.load(outputs_path, allow_pickle=False)
+    except FileNotFoundError:
+        log.info("%s: finished without its test outputs kept; repeat %d is trained again", path, repeat)
+        return None
+    except (OSError, ValueError, EOFError) as error:
+        problem = f"not a repeat's test outputs ({_one_line(error)})"
+        set_aside(outputs_path, problem, f"repeat {repeat} is trained again")
+        return None
+    return {key: float(value) for key, value in test.items()}, outputs
 
 
 def _mean_metrics(runs: list[dict[str, float]]) -> dict[str, float]:

@@ -28,6 +28,7 @@ EXPECTED = {
     "job_dir": "{results}/{paper}/{dataset}/{model}/fold{fold}",
     "job_metrics": "{results}/{paper}/{dataset}/{model}/fold{fold}/metrics.json",
     "job_weights": "{results}/{paper}/{dataset}/{model}/fold{fold}/weights.pt",
+    "job_test_predictions": "{results}/{paper}/{dataset}/{model}/fold{fold}/test_predictions.npz",
     "config_batch": "{results}/{paper}/{dataset}/{model}/fold{fold}/batch{batch}.json",
     "config_dir": "{results}/{paper}/{dataset}/{model}/fold{fold}/config{config}",
     "config_result": "{results}/{paper}/{dataset}/{model}/fold{fold}/config{config}/result.json",

@@ -320,12 +320,14 @@ def test_the_resumable_state_of_an_unfinished_job_travels_with_the_record(tmp_pa
     _write(params.layout.job_metrics.path(finished), {"params_digest": params.digest, "split": {"sha256": "s0"}})
     repeat = params.job_dir(running) / "config2/state/0123abcd/repeat1/repeat.json"
     _write(repeat, {"repeat": 1, "test": {"auroc": 0.9}})
+    _write(repeat.with_name("test_outputs.npy"), "the repeat's test outputs")
     _write(params.job_dir(running) / "config2/state/0123abcd/repeat2/state.pt", "a checkpoint, not recorded")
     _write(params.job_dir(finished) / "config0/state/feed/repeat1/repeat.json", {"repeat": 1, "test": {}})
     score = params.job_dir(running) / "state/tuning/5eed5eed5eed/config7.json"
     _write(score, {"index": 7, "config": {}, "metrics": {"auroc": 0.8}})
     _write(params.job_dir(running) / "state/tuning/5eed5eed5eed/config7/pieces.npz", "model state, not recorded")
     _write(params.job_dir(running) / "state/finished.json", {"fold": 1})
+    _write(params.job_dir(running) / "state/finished_predictions.npz", "the finished fold's test rows")
     _write(params.job_dir(finished) / "state/tuning/5eed5eed5eed/config0.json", {"index": 0})
     for name in ("scorecard.md", "scorecard.csv"):
         _write(params.results_dir / "scorecard" / name, "x")
@@ -335,17 +337,60 @@ def test_the_resumable_state_of_an_unfinished_job_travels_with_the_record(tmp_pa
     copied = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if "state" in p.parts and p.is_file())
     assert copied == [
         "results/npt/breast_cancer/knn/fold1/config2/state/0123abcd/repeat1/repeat.json",
+        "results/npt/breast_cancer/knn/fold1/config2/state/0123abcd/repeat1/test_outputs.npy",
         "results/npt/breast_cancer/knn/fold1/state/finished.json",
+        "results/npt/breast_cancer/knn/fold1/state/finished_predictions.npz",
         "results/npt/breast_cancer/knn/fold1/state/tuning/5eed5eed5eed/config7.json",
     ]
-    assert json.loads((target / "record.json").read_text())["state_files_of_unfinished_jobs"] == 3
+    assert json.loads((target / "record.json").read_text())["state_files_of_unfinished_jobs"] == 5
 
     fresh = _RestoreParams(tmp_path / "fresh")
     summary = restore(fresh, "long", records_dir=tmp_path / "records")
     placed = fresh.job_dir(running) / "config2/state/0123abcd/repeat1/repeat.json"
     assert placed in summary.restored and json.loads(placed.read_text()) == {"repeat": 1, "test": {"auroc": 0.9}}
     assert json.loads((fresh.job_dir(running) / "state/tuning/5eed5eed5eed/config7.json").read_text())["index"] == 7
-    assert (fresh.job_dir(running) / "state/finished.json").is_file() and len(summary.restored) == 3
+    assert (fresh.job_dir(running) / "state/finished.json").is_file() and len(summary.restored) == 5
+    assert (fresh.job_dir(running) / "state/finished_predictions.npz").read_text() == "the finished fold's test rows"
     placed.write_text('{"repeat": 1, "test": {"auroc": 0.5}}')  # the run's own file is never overwritten
     restore(fresh, "long", records_dir=tmp_path / "records")
     assert json.loads(placed.read_text())["test"]["auroc"] == 0.5
+
+
+def test_a_record_keeps_the_jobs_test_predictions_up_to_its_cap_and_restores_them(tmp_path, monkeypatch):
+    """Each result's test predictions travel with it while the record's cap allows (records are
+    committed to git); a file past the cap is named in record.json with the reason."""
+    from tabrepro.config import Job
+    from tabrepro.reporting import records
+
+    params = _RestoreParams(tmp_path / "run")
+    jobs = [Job("npt", "breast_cancer", "knn", k) for k in range(4)]
+    sizes = {0: 600, 1: 500, 2: None, 3: 300}  # fold 2: a job run before predictions were written
+    for job in jobs:
+        metrics = params.layout.job_metrics.path(job)
+        _write(metrics, {"params_digest": params.digest, "split": {"sha256": f"split{job.fold}"}})
+        if sizes[job.fold] is not None:
+            _write(params.layout.job_test_predictions.path(job), str(job.fold) * sizes[job.fold])
+    for name in ("scorecard.md", "scorecard.csv"):
+        _write(params.results_dir / "scorecard" / name, "x")
+    _write(params.results_dir / "scorecard/summary.json", {"papers": {}})
+    monkeypatch.setattr(records, "PREDICTIONS_CAP_BYTES", 1000)
+
+    target = snapshot(params, "capped", records_dir=tmp_path / "records")
+    kept = sorted(p.relative_to(target / "results").parent.name for p in target.rglob("test_predictions.npz"))
+    assert kept == ["fold0", "fold3"]  # fold 1 would pass the cap; fold 3 still fits
+    summary = json.loads((target / "record.json").read_text())["test_predictions"]
+    assert summary["kept"] == 2 and summary["bytes"] == 900 and summary["cap_bytes"] == 1000
+    assert summary["results_without"] == 1  # fold 2
+    (left_out, reason), *others = summary["left_out"].items()
+    assert left_out == "npt/breast_cancer/knn/fold1/test_predictions.npz" and others == []
+    assert reason.startswith("500 bytes would pass the record's cap of 1000 bytes of test predictions")
+
+    fresh = _RestoreParams(tmp_path / "fresh")
+    _write(
+        fresh.layout.split_manifest.path(paper="npt", dataset="breast_cancer"),
+        {"folds": [{"fold": k, "sha256": f"split{k}"} for k in range(4)]},
+    )
+    restored = records.restore(fresh, "capped", records_dir=tmp_path / "records")
+    assert len(restored.restored) == 4  # the results
+    assert fresh.layout.job_test_predictions.path(jobs[3]).read_text() == "3" * 300
+    assert not fresh.layout.job_test_predictions.path(jobs[1]).exists()  # left out of the record

@@ -14,7 +14,21 @@ from conftest import write_params as write_profile
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
 from tabrepro.config_jobs import run_config_batch, run_config_job, select_config
+from tabrepro.evaluation import prediction_spread
+from tabrepro.evaluation.job_predictions import read_predictions
+from tabrepro.splits import fold_path, load_split
 from tabrepro.training import run_job
+
+
+def _assert_recomputed(recomputed: list[dict] | dict, recorded: list[dict] | dict) -> None:
+    """Metrics recomputed from a predictions file equal the recorded ones to float32 rounding."""
+    if isinstance(recorded, dict):
+        recomputed, recorded = [recomputed], [recorded]
+    assert len(recomputed) == len(recorded)
+    for again, run in zip(recomputed, recorded, strict=True):
+        assert again.keys() == run.keys()
+        for metric, value in run.items():
+            assert again[metric] == pytest.approx(value, rel=1e-5, abs=1e-6), metric
 
 
 def write_params(tmp_path: Path, seed: int = 0, name: str = "params.yaml") -> Path:
@@ -68,6 +82,8 @@ def test_selection_uses_validation_only_and_scores_the_winner_once(prepared):
     _, _, params, job, results = prepared
     out = params.job_dir(job) / "metrics.json"
     chosen = select_config(params, job, out)
+    kept = read_predictions(params.layout.job_test_predictions.path(job))  # beside the result
+    _assert_recomputed(kept.metrics(), chosen["metrics"]["test"])
     val_nll = [r["metrics"]["val"]["nll"] for r in results]
     assert chosen["selection"]["best_index"] == int(np.argmin(val_nll))
     assert chosen["metrics"]["val"] == results[chosen["selection"]["best_index"]]["metrics"]["val"]
@@ -173,10 +189,12 @@ def test_repeats_retrain_the_chosen_configuration_with_further_seeds_and_average
     raw["protocols"]["npt_cv10"]["repeats"] = 3
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
     params = Params(raw)
-    result = run_job(params, Job("npt", "breast_cancer", "random_forest", 0))
+    kept = tmp_path / "forest_repeats" / "test_predictions.npz"
+    result = run_job(params, Job("npt", "breast_cancer", "random_forest", 0), predictions_path=kept)
     runs = result["test_repeats"]
     assert len(runs) == 3 and len({run["nll"] for run in runs}) > 1  # different seeds, different forests
     assert result["metrics"]["test"]["nll"] == pytest.approx(np.mean([run["nll"] for run in runs]))
+    _assert_recomputed(read_predictions(kept).run_metrics(), runs)  # each seed's run is kept
 
 
 def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(prepared, monkeypatch):
@@ -356,16 +374,31 @@ def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, mo
     monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
     work = tmp_path / "repeat_state"
 
+    def same(runs, other):
+        return [m for m, _ in runs] == [m for m, _ in other] and all(
+            np.array_equal(np.float32(a), np.float32(b)) for (_, a), (_, b) in zip(runs, other, strict=True)
+        )
+
     first = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2] and len(first) == 2
-    assert sorted(p.name for p in work.rglob("*") if p.is_file()) == ["repeat.json", "repeat.json"]
-    assert training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work) == first
+    files = ["repeat.json", "repeat.json", "test_outputs.npy", "test_outputs.npy"]
+    assert sorted(p.name for p in work.rglob("*") if p.is_file()) == files
+    assert same(training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work), first)
     assert fits == [1, 2]  # both read back, none trained again
 
     (work / "repeat2" / "repeat.json").write_text("{not json")
     again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
-    assert fits == [1, 2, 2] and again == first  # the same seed retrains to the same forest
+    assert fits == [1, 2, 2] and same(again, first)  # the same seed retrains to the same forest
     assert "repeat 2 is trained again" in caplog.text
+
+    # a repeat finished without its test outputs kept cannot give the job's predictions: retrained
+    (work / "repeat1" / "test_outputs.npy").unlink()
+    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2, 2, 1] and same(again, first)
+    (work / "repeat1" / "test_outputs.npy").write_bytes(b"garbage")
+    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    assert fits == [1, 2, 2, 1, 1] and same(again, first)
+    assert "not a repeat's test outputs" in caplog.text
 
 
 def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeypatch):
@@ -392,7 +425,82 @@ def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeyp
     result = select_config(params, job, out)
     assert fits == [1]  # repeat 2 was read from its file
     assert len(result["test_repeats"]) == 3
+    # each run's test rows beside the result, repeat 2's from its file: their mean is the result's
+    kept = read_predictions(out.with_name("test_predictions.npz"))
+    assert kept.n_runs == 3
+    _assert_recomputed(kept.run_metrics(), result["test_repeats"])
     for path in (p for p in params.config_dir(job, 0).parent.rglob("repeat.json")):
         path.unlink()
     again = select_config(params, job, out)
     assert fits == [1, 1, 2] and again["test_repeats"] == result["test_repeats"]
+
+
+def test_a_training_job_keeps_its_test_rows_and_they_recompute_its_metrics(prepared):
+    """`tabrepro train` writes the test rows as scored beside metrics.json: the split's test rows,
+    the fold, labels and probabilities, from which its test metrics recompute and an SE follows."""
+    _, params_file, params, _, _ = prepared
+    job = Job("npt", "breast_cancer", "knn", 0)
+    assert main(["--params", str(params_file), "--quiet", "train", *map(str, job.names())]) == 0
+    result = json.loads(params.layout.job_metrics.path(job).read_text())
+    path = params.layout.job_test_predictions.path(job)
+    assert path.parent == params.layout.job_metrics.path(job).parent
+    kept = read_predictions(path)
+    split = load_split(fold_path(params.split_dir(job.paper, job.dataset), job.fold))
+    assert kept.fold == 0 and kept.task == "binary" and kept.row_id.tolist() == split.test.tolist()
+    assert kept.outputs.shape == (1, result["split"]["n_test"], 2)
+    assert sorted(np.bincount(kept.y_true).tolist()) == sorted(result["split"]["test_class_counts"].values())
+    _assert_recomputed(kept.metrics(), result["metrics"]["test"])
+    se, basis = prediction_spread.test_metric_se(path, "nll")
+    assert 0 < se < 1 and basis.endswith(f"of {result['split']['n_test']} test rows")
+
+
+def test_a_multi_fold_job_gives_back_the_test_rows_of_a_fold_it_finished_before_it_was_killed(prepared, monkeypatch):
+    """train-folds writes each fold's test rows where its own job would; a fold finished before a
+    kill (Snakemake then deletes every output of the job) gives back its predictions with its
+    result, untrained. A kept result whose predictions are gone is trained again."""
+    import tabrepro.training as training
+
+    _, _, params, _, _ = prepared
+    job = Job("npt", "breast_cancer", "knn", 0)
+    target = params.layout.job_test_predictions.path(job)
+    folds = training.run_folds(params, [job], progress=False)
+    first_job, first = next(folds)  # the job is killed after this fold
+    written = target.read_bytes()
+    _assert_recomputed(read_predictions(target).metrics(), first["metrics"]["test"])
+    target.unlink()
+    fits = []
+    original = training._fit_config
+    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(a[3]) or original(*a, **k))
+    assert [result for _, result in training.run_folds(params, [job], progress=False)] == [first]
+    assert fits == [] and target.read_bytes() == written
+    assert not (params.job_dir(job) / training.STATE_DIR).exists()  # kept files go once every fold is out
+
+    folds = training.run_folds(params, [job], progress=False)
+    next(folds)
+    (params.job_dir(job) / training.STATE_DIR / "finished_predictions.npz").unlink()
+    assert [result["metrics"] for _, result in training.run_folds(params, [job], progress=False)] == [first["metrics"]]
+    assert fits  # trained again
+    _assert_recomputed(read_predictions(target).metrics(), first["metrics"]["test"])
+
+
+def test_regression_test_rows_are_kept_in_the_targets_units():
+    """Models predict on the standardised scale; the file holds what the metrics were computed on."""
+    from tabrepro.splits import TEST, Split
+    from tabrepro.training import FoldData, outputs_metrics, scored_test_rows
+
+    class Standardised:
+        mean, scale = 100.0, 4.0
+
+        def inverse_transform(self, y):
+            return np.asarray(y, dtype=np.float64) * self.scale + self.mean
+
+    rng = np.random.default_rng(0)
+    roles = np.array([0, 1, TEST] * 20, dtype=np.int8)
+    y = rng.normal(size=roles.size)
+    split = Split(roles)
+    data = FoldData("regression", np.zeros((roles.size, 1)), y, Standardised(), split, Path("f"), None, None)
+    outputs = y[split.test] + 0.1 * rng.normal(size=split.test.size)
+    kept = scored_test_rows(data, 3, [outputs])
+    assert kept.fold == 3 and kept.row_id.tolist() == split.test.tolist()
+    assert kept.y_true == pytest.approx(y[split.test] * 4 + 100)
+    _assert_recomputed(kept.metrics(), outputs_metrics("regression", outputs, y[split.test], data.target))

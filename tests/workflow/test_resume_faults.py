@@ -91,15 +91,19 @@ def test_a_train_folds_job_killed_after_its_first_fold_does_not_train_it_again(p
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (tmp_path / "killed.txt").read_text().split() == ["0", "1"]
     finished = metrics[0].read_bytes()
+    predictions = metrics[0].with_name("test_predictions.npz")
+    finished_rows = predictions.read_bytes()
     assert not metrics[1].exists()
     metrics[0].unlink()  # what Snakemake does to the outputs of a job that did not complete
+    predictions.unlink()
 
     rerun = cli(params_file, "train-folds", *KNN, hook=trains_folds(tmp_path / "rerun.txt"))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert (tmp_path / "rerun.txt").read_text().split() == ["1"]  # fold 0 was not trained again
     assert "knn fold 0: finished by an earlier, stopped run of this job; not trained again" in rerun.stderr
-    assert metrics[0].read_bytes() == finished
+    assert metrics[0].read_bytes() == finished and predictions.read_bytes() == finished_rows
     assert json.loads(metrics[1].read_text())["fold"] == 1
+    assert metrics[1].with_name("test_predictions.npz").is_file()
     for fold in FOLDS:
         assert not (params.job_dir(Job(*KNN, fold)) / "state").exists()
 
@@ -159,6 +163,7 @@ def test_snakemake_rerun_incomplete_after_a_kill_does_not_train_finished_folds_a
     assert (tmp_path / "rerun.txt").read_text().split() == ["1"]
     assert (work / targets[0]).read_bytes() == finished
     assert not any(work.glob("results/npt/breast_cancer/knn/fold*/state"))
+    assert all((work / target).with_name("test_predictions.npz").is_file() for target in targets)
 
 
 def test_a_kept_fold_result_that_cannot_be_read_is_set_aside_and_the_fold_trained_again(prepared, tmp_path):

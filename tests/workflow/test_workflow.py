@@ -72,6 +72,17 @@ def end_to_end_profile(raw: dict, datasets: list[str]) -> None:
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [20, 40]}
 
 
+def _assert_kept_test_rows(job_dir, result):
+    """Every training rule leaves the test rows as scored beside metrics.json; they recompute it."""
+    from tabrepro.evaluation.job_predictions import read_predictions
+
+    kept = read_predictions(job_dir / "test_predictions.npz")
+    assert kept.n_rows == result["split"]["n_test"] and kept.fold == result["fold"]
+    for metric, value in kept.metrics().items():
+        assert value == pytest.approx(result["metrics"]["test"][metric], rel=1e-5, abs=1e-6), metric
+    return kept
+
+
 @pytest.mark.slow
 def test_workflow_end_to_end_on_tiny_data(tmp_path):
     datasets = ["breast_cancer"]
@@ -95,6 +106,7 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
                 job / f"config{npt['selection']['best_index']}/weights.pt"
             ).read_bytes()
             assert not (job / "config0/state").exists()  # resumable until its result was written
+            _assert_kept_test_rows(job, npt)
         for model in ("knn", "random_forest"):
             for fold in (0, 1):
                 result = json.loads((work / f"results/npt/{dataset}/{model}/fold{fold}/metrics.json").read_text())
@@ -102,6 +114,7 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
                 assert result["split"]["sha256"] and result["provenance"]["packages"]["scikit-learn"]
                 key = "auroc" if dataset == "breast_cancer" else "rmse"
                 assert result["metrics"]["test"][key] > 0
+                _assert_kept_test_rows(work / f"results/npt/{dataset}/{model}/fold{fold}", result)
     table10 = (work / "results/tables/npt/table10.md").read_text()
     assert "k-NN" in table10 and "Random Forest" in table10 and "0.98" in table10  # paper value beside ours
     assert "NPT" in table10
@@ -115,6 +128,7 @@ def test_workflow_end_to_end_on_tiny_data(tmp_path):
     bishop = json.loads((work / "results/bishop/breast_cancer/bishop/fold0/metrics.json").read_text())
     assert bishop["selection"]["n_configs"] == 2 and len(bishop["test_repeats"]) == 3
     assert bishop["metrics"]["test"]["auroc"] == pytest.approx(np.mean([r["auroc"] for r in bishop["test_repeats"]]))
+    assert _assert_kept_test_rows(work / "results/bishop/breast_cancer/bishop/fold0", bishop).n_runs == 3
     assert "BiSHop" in (work / "results/tables/bishop/fig4_1.md").read_text()
     # Its feature-sparsity curve, averaged into a plot and shown in the report.
     curve = json.loads((work / "results/feature_sparsity/bishop/breast_cancer/bishop/fold0.json").read_text())

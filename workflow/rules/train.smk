@@ -7,12 +7,17 @@
 # params.yaml `resources` (training jobs sized by the compute plan) and grow with each retry.
 
 
+# What every training job writes beside its log: metrics.json (last) and the test rows as scored.
+FOLD_OUTPUTS = (LAYOUT.job_metrics, LAYOUT.job_test_predictions)
+
+
 rule train:
     input:
         table=processed_table,
         splits=LAYOUT.split_manifest,
     output:
-        LAYOUT.job_metrics,
+        metrics=LAYOUT.job_metrics,
+        predictions=LAYOUT.job_test_predictions,
     log:
         LAYOUT.train_log,
     wildcard_constraints:
@@ -28,11 +33,11 @@ rule train:
         digest=job_digest,
     shell:
         "{CLI} train {wildcards.paper:q} {wildcards.dataset:q} {wildcards.model:q} {wildcards.fold:q}"
-        " --threads {threads} --output {output:q} > {log:q} 2>&1"
+        " --threads {threads} --output {output.metrics:q} > {log:q} 2>&1"
 
 
 # One rule per paper x dataset whose folds train together: its outputs are the folds' own
-# metrics.json, so targets, tables and reruns name a fold's file as before (asking for one fold
+# metrics.json and test predictions, so targets, tables and reruns name a fold's file as before (asking for one fold
 # runs the dataset's job). It takes precedence over `train` for the models it covers.
 for _group in FOLD_GROUPS:
 
@@ -43,7 +48,7 @@ for _group in FOLD_GROUPS:
             table=processed_table,
             splits=LAYOUT.split_manifest,
         output:
-            [fold_pattern(LAYOUT.job_metrics, fold) for fold in _group.folds],
+            [fold_pattern(pattern, fold) for pattern in FOLD_OUTPUTS for fold in _group.folds],
         log:
             LAYOUT.train_folds_log,
         wildcard_constraints:
@@ -98,6 +103,7 @@ rule select_config:
     output:
         metrics=LAYOUT.job_metrics,
         weights=LAYOUT.job_weights,
+        predictions=LAYOUT.job_test_predictions,
     log:
         LAYOUT.select_log,
     wildcard_constraints:

@@ -11,7 +11,7 @@ from tabrepro.config import ParamsError
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from tabrepro.training import run_job, write_result
+    from tabrepro.training import predictions_beside, run_job, write_result
 
     params = load_params(args)
     job = job_of(params, args)
@@ -21,8 +21,10 @@ def cmd_train(args: argparse.Namespace) -> None:
             f"or `train-batch`, then `tabrepro select` (the workflow does this)"
         )
     require_splits(params, job)
-    result = run_job(params, job, n_jobs=args.threads, progress=not args.quiet)
     out = args.output or params.layout.job_metrics.path(job)
+    result = run_job(
+        params, job, n_jobs=args.threads, progress=not args.quiet, predictions_path=predictions_beside(Path(out))
+    )
     write_result(result, Path(out))
     print_result(Path(out), result)
 
@@ -141,12 +143,18 @@ def register(add: AddCommand) -> None:
     p = add("train", cmd_train, "tune one model on one fold's validation split and score it on test")
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads the model may use (default: 1)")
-    p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json); the test "
+        "predictions go beside it (test_predictions.npz)",
+    )
     p = add(
         "train-folds",
         cmd_train_folds,
         "`train` for several folds one after another in one process (the workflow's train_folds "
-        "job for params.yaml `folds_in_one_job`): each fold's metrics.json as its own job writes it",
+        "job for params.yaml `folds_in_one_job`): each fold's metrics.json and test predictions "
+        "as its own job writes them",
     )
     p.add_argument("paper", help="a key of params.yaml `papers`, e.g. npt")
     p.add_argument("dataset", help="the paper's dataset name, e.g. breast_cancer")
@@ -184,13 +192,19 @@ def register(add: AddCommand) -> None:
     )
     add_job_arguments(p)
     p.add_argument("--threads", type=int, default=1, help="threads for retraining on repeats (default: 1)")
-    p.add_argument("--output", type=Path, help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        help="result file (default: results/PAPER/DATASET/MODEL/foldK/metrics.json); the chosen "
+        "weights and the test predictions go beside it",
+    )
     p = add(
         "repeat",
         cmd_repeat,
         "retrain the chosen configuration with one further seed of the protocol's repeats and keep "
-        "its test metrics in a small file that `select` picks up: run repeats side by side "
-        "(another core, or another machine with the file copied back) instead of one after another",
+        "its test metrics and outputs in two small files that `select` picks up: run repeats side "
+        "by side (another core, or another machine with the repeat's directory copied back) "
+        "instead of one after another",
     )
     add_job_arguments(p)
     p.add_argument(
