@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -401,3 +403,27 @@ def test_cells_of_a_protocol_that_departs_from_its_source_say_so(workspace):
     assert note.endswith("params.yaml protocols.openml_benchmark.not_followed)")
     assert _departures(ctx, "spambase") is None
     assert all("departs" not in c.notes for c in workspace["card"].cells if c.table == "fig4_1")
+
+
+def test_a_one_split_nll_cell_gets_its_spread_from_the_saved_test_rows(workspace):
+    """NLL has no closed-form SE: the job's kept test predictions give it one, so the cell has a
+    verdict; without them it has none."""
+    from tabrepro.evaluation.job_predictions import job_predictions, write_predictions
+
+    params = workspace["params"]
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 57)
+    proba1 = np.clip(np.where(y == 1, 0.9, 0.1) + rng.normal(0, 0.05, 57), 0.01, 0.99)
+    predictions = job_predictions("binary", 0, np.arange(57), y, [np.column_stack([1 - proba1, proba1])])
+    _result(params, "npt", "breast_cancer", "mlp", 0, "binary", predictions.metrics(), split={"n_test": 57})
+    job = Job("npt", "breast_cancer", "mlp", 0)
+    path = params.layout.job_test_predictions.path(job)
+    try:
+        without = cell(build_scorecard(params), "table9", "breast_cancer", "MLP")
+        write_predictions(path, predictions)
+        with_rows = cell(build_scorecard(params), "table9", "breast_cancer", "MLP")
+    finally:
+        shutil.rmtree(path.parent)
+    assert without.ours_se is None and without.verdict.startswith("inconclusive (Δ has no spread")
+    assert with_rows.ours_se > 0 and with_rows.ours_se_basis.startswith("stratified bootstrap")
+    assert with_rows.p_difference is not None and with_rows.verdict_class != "not run"
