@@ -338,7 +338,7 @@ def runs_to_decide(
     top = share(max_runs)
     if top < power:
         why = (
-            "the paper's spread alone rules out equivalence at δ"
+            "the paper's spread alone rules out equivalence at δ, and keeps a difference beyond δ from being shown"
             if not test.decidable
             else "Δ sits too close to the margin"
         )
