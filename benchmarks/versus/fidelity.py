@@ -350,11 +350,12 @@ def summarise(record: dict[str, Any], rules: Any) -> dict[str, Any]:
         metrics[metric] = entry
     for metric, judged in zip(METRICS, judge_table(tests, rules.fdr), strict=True):
         metrics[metric]["verdict"] = (
-            judged[0]
+            judged.verdict
             if judged
             else "inconclusive: not tested, Δ has no spread (under two seeds, or equal scores on every seed)"
         )
-        metrics[metric]["p_difference_bh"] = judged[1] if judged else None
+        metrics[metric]["p_difference_bh"] = judged.p_adjusted if judged else None
+        metrics[metric]["p_minimum_effect_bh"] = judged.p_minimum_effect_adjusted if judged else None
     best = {side: [runs[side][s]["best_step"] for s in seeds] for side in SIDES}
     return {
         "seeds_compared": [int(s) for s in seeds],
