@@ -192,7 +192,7 @@ def npt_problem(params: Any) -> Problem:
 
 def our_npt_config(params: Any, case: FidelityCase, steps: int, seed: int) -> Any:
     """Our NPTConfig: params.yaml's breast-cancer NPT space, variant vanilla, `steps` long."""
-    from tabrepro.npt.config import NPTConfig
+    from tabrepro.models.npt.config import NPTConfig
 
     space = params.search_space("npt", "breast_cancer", "npt")
     values = {**space["params"], **(space.get("variants") or {}).get("vanilla", {})}
@@ -214,9 +214,9 @@ def train_ours_npt(config_dict: dict[str, Any], fold: dict[str, Any], threads: i
     import torch
 
     from tabrepro.features import categorical, continuous
-    from tabrepro.npt.config import NPTConfig
-    from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
-    from tabrepro.npt.trainer import NPTTrainer
+    from tabrepro.models.npt.config import NPTConfig
+    from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable
+    from tabrepro.models.npt.trainer import NPTTrainer
 
     torch.set_num_threads(threads)
     x, y = np.asarray(fold["x"], dtype=np.float32), np.asarray(fold["y"], dtype=np.float32)

@@ -58,7 +58,7 @@ def bishop_problem(params: Any, dataset: str) -> Any:
 def our_bishop_config(case: Any, epochs: int, seed: int) -> Any:
     """Our BiSHopConfig: the thesis defaults, the authors' code options, `epochs` long."""
     from benchmarks.versus.cases import BISHOP_CODE_OPTIONS
-    from tabrepro.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.config import BiSHopConfig
 
     values = {**BISHOP_CODE_OPTIONS, **case.overrides}
     return BiSHopConfig(**values, max_epochs=epochs, seed=seed, device="cpu", checkpoint_every_epochs=epochs)
@@ -77,8 +77,8 @@ def train_ours_bishop(config_dict: dict[str, Any], fold: dict[str, Any], threads
     """Our BiSHopTrainer on the fold (a fresh process): test-row probabilities, best epoch, epochs."""
     import torch
 
-    from tabrepro.bishop.config import BiSHopConfig
-    from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
+    from tabrepro.models.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.trainer import BiSHopTrainer, TabularTensors
 
     torch.set_num_threads(threads)
     x = torch.tensor(fold["x"], dtype=torch.float32)

@@ -459,7 +459,7 @@ def test_npt_memory_counts_its_parameters_and_their_optimiser_copies():
 
     from tabrepro.costmodel import npt_parameters
     from tabrepro.features import categorical, continuous
-    from tabrepro.npt import NPTConfig, NPTNetwork
+    from tabrepro.models.npt import NPTConfig, NPTNetwork
 
     config = {"embed_dim": 16, "n_layers": 4, "n_heads": 4}
     attributes = [continuous() for _ in range(9)] + [categorical(2)]

@@ -92,7 +92,7 @@ def test_folds_train_together_where_params_say_so_and_ask_for_their_summed_time(
     assert ("train_folds", "npt", "boston", "xgboost", None) in sizer.training_keys()
     assert ("train", "npt", "boston", "mlp", None) in sizer.training_keys()
     # the feature-sparsity curves group their folds by the same list (quick: XGBoost and LightGBM)
-    from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
+    from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
 
     curves = fold_groups(quick, policy(quick), plan_jobs(quick, sparsity_settings(quick)))
     assert [(g.dataset, g.models, len(g.folds)) for g in curves] == [("breast_cancer", ("xgboost", "lightgbm"), 10)]

@@ -359,7 +359,7 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     """
     import pandas as pd
 
-    from tabrepro.reporting import figures
+    from tabrepro import figures
 
     settings = sparsity_settings(params)
     if settings is None:

@@ -1,7 +1,7 @@
 """Which analysis experiments the active profile runs and where their results go.
 
 The workflow (common.smk) imports this at every start, and the report reads the same list, so they
-agree on what exists; it imports no torch (running an experiment is tabrepro.analysis.runner).
+agree on what exists; it imports no torch (running an experiment is tabrepro.npt.analysis.runner).
 
 Layout (all under params.yaml's results directory):
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tabrepro.analysis.settings import FOLD_EXPERIMENTS, SYNTHETIC, AnalysisError, AnalysisSettings, settings_for
+from tabrepro.npt.analysis.settings import FOLD_EXPERIMENTS, SYNTHETIC, AnalysisError, AnalysisSettings, settings_for
 
 __all__ = ["active_settings", "plan_fold_jobs", "plan_targets", "result_path", "lookup_input_files", "NPT_MODEL"]
 
