@@ -59,6 +59,7 @@ import numpy as np
 from benchmarks.versus import authors, machine
 from benchmarks.versus.authors import VersusError, chosen_cases
 from benchmarks.versus.driver import npt_shared_settings
+from benchmarks.versus.problem import Fold, Problem
 from tabrepro.errors import InputError
 from tabrepro.io import write_json
 
@@ -147,24 +148,6 @@ DEFAULT_CASES = [name for name, case in CASES.items() if not case.hidden]
 
 
 # ------------------------------------------------------------------------------- the problem
-@dataclass(frozen=True)
-class Fold:
-    """One fold's rows and its features standardised with the training rows' statistics."""
-
-    x: np.ndarray  # float64 [n, d]
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
-
-
-@dataclass(frozen=True)
-class Problem:
-    y: np.ndarray  # int64 class codes
-    n_classes: int
-    folds: list[Fold]
-    rule: str  # how the folds were made, for the record
-
-
 def npt_problem(params: Any) -> Problem:
     """Breast cancer (scikit-learn's WDBC copy) on our npt_cv10 folds, seeded as `tabrepro split`."""
     from sklearn.datasets import load_breast_cancer

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.versus.authors import VersusError
+from benchmarks.versus.problem import Fold, Problem
 
 __all__ = ["bishop_problem", "our_bishop_config", "authors_bishop_settings", "train_ours_bishop", "TINY_DATASET"]
 
@@ -28,8 +29,6 @@ TINY_DATASET = "sklearn_breast_cancer"  # the tests' dataset: no download, secon
 def bishop_problem(params: Any, dataset: str) -> Any:
     """The rows of one BiSHop Datasets I dataset's split (tabrepro fetch/prepare/split first),
     or, for TINY_DATASET, scikit-learn's breast cancer on a seeded 70/20/10 split."""
-    from benchmarks.versus.fidelity import Fold, Problem
-
     if dataset == TINY_DATASET:
         from sklearn.datasets import load_breast_cancer
 

@@ -12,7 +12,7 @@ def check_workflow_settings(params: Any) -> None:
     `params` (a tabrepro.config.Params); workflow/rules/common.smk runs the same calls."""
     from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
     from tabrepro.npt.analysis.jobs import active_settings, plan_fold_jobs
-    from tabrepro.resources import fold_groups, policy
+    from tabrepro.resource_policy import fold_groups, policy
 
     resource_policy = policy(params)
     fold_groups(params, resource_policy)

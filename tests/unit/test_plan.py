@@ -28,7 +28,7 @@ from tabrepro.costmodel import (
 from tabrepro.models.registry import get_model_class
 from tabrepro.plan import Planner, compare, format_plan, memory_over_cap, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
-from tabrepro.resources import policy
+from tabrepro.resource_policy import policy
 from tabrepro.splits import make_split
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ from tabrepro.config import Job, Params, ParamsError
 from tabrepro.costmodel import CostModel, calibrate
 from tabrepro.plan import JobEstimate, Planner
 from tabrepro.plan_inputs import DatasetFacts
-from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, fold_groups, policy, size_job
+from tabrepro.resource_policy import fold_groups, policy
+from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, size_job
 
 PARAMS = REPO / "params.yaml"
 

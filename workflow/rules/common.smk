@@ -10,12 +10,13 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
+from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
+from tabrepro.config import Job, Params, ParamsError, read_params_file
+from tabrepro.models.registry import MODEL_NAMES, get_model_class
 from tabrepro.npt.analysis.jobs import active_settings, lookup_input_files
 from tabrepro.npt.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
-from tabrepro.config import Job, Params, ParamsError, read_params_file
-from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
-from tabrepro.models.registry import MODEL_NAMES, get_model_class
-from tabrepro.resources import JobSizer, fold_groups
+from tabrepro.resource_policy import fold_groups
+from tabrepro.resources import JobSizer
 
 PARAMS_FILE = "params.yaml"
 
