@@ -140,7 +140,7 @@ def plan_jobs(params: Params, settings: SparsitySettings | None) -> list[Job]:
     """One job per (dataset, model, fold) of the curves; empty when the profile runs none."""
     if settings is None:
         return []
-    jobs = []
+    jobs: list[Job] = []
     for dataset in _datasets(params, settings):
         folds = params.folds(settings.paper, dataset)
         if settings.folds != "all":

@@ -402,7 +402,7 @@ class NPTTrainer(ResumableTrainer):
         self.step = int(state["step"])
         self.best_step = int(state["best"]["step"])
         self.history = list(state["history"])
-        self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
+        self.val_history = [tuple(v) for v in state["val_history"]]
         self.diverged = bool(state["diverged"])
         self.validation_pending = bool(state.get("validation_pending", False))  # absent before it existed
         self._plan = None

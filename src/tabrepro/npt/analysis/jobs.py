@@ -12,7 +12,7 @@ Layout (all under params.yaml's results directory):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from tabrepro.npt.analysis.settings import FOLD_EXPERIMENTS, SYNTHETIC, AnalysisError, AnalysisSettings, settings_for
 
@@ -21,6 +21,10 @@ __all__ = ["active_settings", "plan_fold_jobs", "plan_targets", "result_path", "
 NPT_MODEL = "npt"
 
 
+@overload
+def active_settings(params: Any, *, required: Literal[True]) -> AnalysisSettings: ...
+@overload
+def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None: ...
 def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None:
     """The active profile's analysis settings (None when it runs no analysis)."""
     settings = settings_for(params.raw, params.profile_name)
@@ -51,7 +55,7 @@ def plan_fold_jobs(params: Any, settings: AnalysisSettings | None = None) -> lis
         return []
     selected = params.selected_datasets(paper)
     datasets = selected if settings.datasets == "all" else [d for d in settings.datasets if d in selected]
-    jobs = []
+    jobs: list[tuple[str, str, int]] = []
     for dataset in datasets:
         folds = params.folds(paper, dataset)
         chosen = folds if settings.folds == "all" else [f for f in settings.folds if f in folds]
