@@ -70,12 +70,13 @@ test: $(STAMP)  ## unit tests plus an end-to-end workflow run on tiny data, then
 	$(MAKE) --no-print-directory lint
 
 # ruff (pyproject's [tool.ruff]: lint rules and formatting) over the Python sources, benchmarks and tests;
-# snakefmt and `snakemake --lint` over the workflow (tests/snakemake_lint.py lists the lints the
+# mypy (pyproject's [tool.mypy]) over the package's sources; snakefmt and `snakemake --lint` over the workflow (tests/snakemake_lint.py lists the lints the
 # workflow keeps on purpose, with the reason). `ruff format src benchmarks tests` and `snakefmt Snakefile
 # workflow/` apply the formatting.
-lint: $(STAMP)  ## ruff check + format check, snakefmt --check, snakemake --lint
+lint: $(STAMP)  ## ruff check + format check, mypy, snakefmt --check, snakemake --lint
 	$(BIN)/ruff check src benchmarks tests
 	$(BIN)/ruff format --check src benchmarks tests
+	$(BIN)/mypy
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/python tests/snakemake_lint.py
 

@@ -30,9 +30,9 @@ def run(out: Path, epochs: int, threads: int, settings: dict[str, object]) -> No
 
     import tabrepro
     from benchmarks.steps.common import standardised_breast_cancer
-    from tabrepro.bishop.config import BiSHopConfig
-    from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
     from tabrepro.io import write_json
+    from tabrepro.models.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.trainer import BiSHopTrainer, TabularTensors
 
     torch.set_num_threads(threads)
     x, y, n_train = standardised_breast_cancer(0.6)  # standardised on the training rows

@@ -121,8 +121,8 @@ def fit_npt(split: Split, bf16: bool, seed: int, device: str, steps: int) -> dic
     import torch
 
     from tabrepro.features import categorical, continuous
-    from tabrepro.npt import NPTConfig, NPTTable, NPTTrainer
-    from tabrepro.npt.masking import TEST, TRAIN, VAL
+    from tabrepro.models.npt import NPTConfig, NPTTable, NPTTrainer
+    from tabrepro.models.npt.masking import TEST, TRAIN, VAL
 
     codes = {TRAIN: "train", VAL: "val", TEST: "test"}
     values = np.concatenate([np.column_stack([split.x[r], split.y[r]]) for r in codes.values()])
@@ -148,7 +148,7 @@ def fit_bishop(split: Split, bf16: bool, seed: int, device: str, epochs: int) ->
     """BiSHop at its defaults on the split; the validation loss it selects and its test figures."""
     import torch
 
-    from tabrepro.bishop import BiSHopConfig, BiSHopTrainer, TabularTensors
+    from tabrepro.models.bishop import BiSHopConfig, BiSHopTrainer, TabularTensors
 
     def tensors(role: str) -> TabularTensors:
         x = torch.as_tensor(split.x[role])

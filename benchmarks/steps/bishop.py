@@ -44,8 +44,8 @@ from benchmarks.steps.common import (
     standardised_breast_cancer,
     synchronize,
 )
-from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
+from tabrepro.models.bishop.config import BiSHopConfig
+from tabrepro.models.bishop.trainer import BiSHopTrainer, TabularTensors
 
 __all__ = ["load_data", "prepared_trainer", "run_case", "main"]
 

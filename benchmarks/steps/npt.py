@@ -32,10 +32,10 @@ import torch
 
 from benchmarks.steps.common import PeakMemory, bench_parser, flop_counter, run_measurement, synchronize
 from tabrepro.features import categorical, continuous
+from tabrepro.models.npt.config import NPTConfig
+from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable
+from tabrepro.models.npt.trainer import NPTTrainer
 from tabrepro.nn.kernels import use_onednn
-from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
-from tabrepro.npt.trainer import NPTTrainer
 
 __all__ = ["CASES", "prepared_trainer", "run_case", "main"]
 

@@ -54,8 +54,8 @@ def _run_steps(config: dict[str, Any], rows: int, features: int, steps: int, thr
     import torch
 
     from benchmarks.steps.npt import _random_table
-    from tabrepro.npt.config import NPTConfig
-    from tabrepro.npt.trainer import NPTTrainer
+    from tabrepro.models.npt.config import NPTConfig
+    from tabrepro.models.npt.trainer import NPTTrainer
 
     if threads is not None:
         torch.set_num_threads(threads)

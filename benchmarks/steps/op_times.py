@@ -27,7 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.steps.common import flop_counter, parse_overrides
 from benchmarks.steps.npt import CASES as NPT_CASES
-from tabrepro.bishop.config import BiSHopConfig
+from tabrepro.models.bishop.config import BiSHopConfig
 
 
 class OpClock(TorchDispatchMode):

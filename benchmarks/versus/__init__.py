@@ -12,6 +12,6 @@ package holds only the harness. What each side's step contains, and what differs
 compares their test scores (`benchmarks.versus.fidelity`, the authors' side in
 `benchmarks.versus.fidelity_driver`).
 
-Nothing under tabrepro.npt or tabrepro.bishop imports this package (it is a top-level tool).
+Nothing under tabrepro.models.npt or tabrepro.models.bishop imports this package (it is a top-level tool).
 Importing the package itself imports nothing (no torch).
 """

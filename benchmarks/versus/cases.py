@@ -91,7 +91,7 @@ __all__ = [
     "ratio",
 ]
 
-# Our NPT options that follow the authors' code instead of the paper (tabrepro.npt.config).
+# Our NPT options that follow the authors' code instead of the paper (tabrepro.models.npt.config).
 NPT_CODE_OPTIONS: dict[str, Any] = {
     "attention_scale": "full_width",
     "kv_from_normalised": False,
@@ -99,7 +99,7 @@ NPT_CODE_OPTIONS: dict[str, Any] = {
     "grad_clip": "value",
     "layer_norm_eps": 1e-12,
 }
-# Our BiSHop options that follow the authors' code instead of the thesis (tabrepro.bishop.config).
+# Our BiSHop options that follow the authors' code instead of the thesis (tabrepro.models.bishop.config).
 BISHOP_CODE_OPTIONS: dict[str, Any] = {"decoder_input_level": True, "optimizer": "adamw", "weight_decay": 0.01}
 
 _NPT_TINY: dict[str, Any] = {
@@ -191,7 +191,7 @@ def authors_settings(case: Case) -> dict[str, Any]:
     """The authors' settings for `case`, derived from our config of it (shape and optimisation
     are shared; our implementation options are not theirs to take)."""
     if case.model == "npt":
-        from tabrepro.npt.config import NPTConfig
+        from tabrepro.models.npt.config import NPTConfig
 
         bench = ours_npt_case(case)
         if bench["target"] != "binary":
@@ -202,7 +202,7 @@ def authors_settings(case: Case) -> dict[str, Any]:
         from benchmarks.versus.driver import npt_shared_settings
 
         return {"n_rows": bench["n_rows"], "n_features": bench["n_features"], **npt_shared_settings(config)}
-    from tabrepro.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.config import BiSHopConfig
 
     # their model is their code's: the thesis/code switches stay theirs
     return authors_bishop_options(BiSHopConfig(), case.batch_size)

@@ -1,6 +1,6 @@
 """The data the authors' steps are timed on, made without importing our models.
 
-The driver process must not import tabrepro.npt or tabrepro.bishop (their import-time settings
+The driver process must not import tabrepro.models.npt or tabrepro.models.bishop (their import-time settings
 could change what the authors' code runs), so the inputs are built here from the neutral layer
 (benchmarks.steps.common: torch and scikit-learn only), with the same shapes and values as our
 benchmarks use:

@@ -7,8 +7,8 @@ SPEC names the case, the model ("npt" or "bishop"), the directory holding the au
 timed steps, the model settings, and where to write the figures ("result", JSON). The process
 puts their checkout on sys.path, stubs the imports their step never uses
 (benchmarks.versus.stubs), builds their model, optimiser and loss with their own functions and
-classes, and times what their training loop runs per step. It imports nothing of tabrepro.npt
-or tabrepro.bishop. What a step contains is described in benchmarks.versus.cases.
+classes, and times what their training loop runs per step. It imports nothing of tabrepro.models.npt
+or tabrepro.models.bishop. What a step contains is described in benchmarks.versus.cases.
 
 Timing follows our benchmarks (benchmarks.steps.npt, benchmarks.steps.bishop): `warmup` steps, one
 step under FlopCounterMode (matrix products and attention only), then `steps` timed steps; the

@@ -59,6 +59,7 @@ import numpy as np
 from benchmarks.versus import authors, machine
 from benchmarks.versus.authors import VersusError, chosen_cases
 from benchmarks.versus.driver import npt_shared_settings
+from benchmarks.versus.problem import Fold, Problem
 from tabrepro.errors import InputError
 from tabrepro.io import write_json
 
@@ -147,24 +148,6 @@ DEFAULT_CASES = [name for name, case in CASES.items() if not case.hidden]
 
 
 # ------------------------------------------------------------------------------- the problem
-@dataclass(frozen=True)
-class Fold:
-    """One fold's rows and its features standardised with the training rows' statistics."""
-
-    x: np.ndarray  # float64 [n, d]
-    train: np.ndarray
-    val: np.ndarray
-    test: np.ndarray
-
-
-@dataclass(frozen=True)
-class Problem:
-    y: np.ndarray  # int64 class codes
-    n_classes: int
-    folds: list[Fold]
-    rule: str  # how the folds were made, for the record
-
-
 def npt_problem(params: Any) -> Problem:
     """Breast cancer (scikit-learn's WDBC copy) on our npt_cv10 folds, seeded as `tabrepro split`."""
     from sklearn.datasets import load_breast_cancer
@@ -192,7 +175,7 @@ def npt_problem(params: Any) -> Problem:
 
 def our_npt_config(params: Any, case: FidelityCase, steps: int, seed: int) -> Any:
     """Our NPTConfig: params.yaml's breast-cancer NPT space, variant vanilla, `steps` long."""
-    from tabrepro.npt.config import NPTConfig
+    from tabrepro.models.npt.config import NPTConfig
 
     space = params.search_space("npt", "breast_cancer", "npt")
     values = {**space["params"], **(space.get("variants") or {}).get("vanilla", {})}
@@ -214,9 +197,9 @@ def train_ours_npt(config_dict: dict[str, Any], fold: dict[str, Any], threads: i
     import torch
 
     from tabrepro.features import categorical, continuous
-    from tabrepro.npt.config import NPTConfig
-    from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
-    from tabrepro.npt.trainer import NPTTrainer
+    from tabrepro.models.npt.config import NPTConfig
+    from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable
+    from tabrepro.models.npt.trainer import NPTTrainer
 
     torch.set_num_threads(threads)
     x, y = np.asarray(fold["x"], dtype=np.float32), np.asarray(fold["y"], dtype=np.float32)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.versus.authors import VersusError
+from benchmarks.versus.problem import Fold, Problem
 
 __all__ = ["bishop_problem", "our_bishop_config", "authors_bishop_settings", "train_ours_bishop", "TINY_DATASET"]
 
@@ -28,8 +29,6 @@ TINY_DATASET = "sklearn_breast_cancer"  # the tests' dataset: no download, secon
 def bishop_problem(params: Any, dataset: str) -> Any:
     """The rows of one BiSHop Datasets I dataset's split (tabrepro fetch/prepare/split first),
     or, for TINY_DATASET, scikit-learn's breast cancer on a seeded 70/20/10 split."""
-    from benchmarks.versus.fidelity import Fold, Problem
-
     if dataset == TINY_DATASET:
         from sklearn.datasets import load_breast_cancer
 
@@ -58,7 +57,7 @@ def bishop_problem(params: Any, dataset: str) -> Any:
 def our_bishop_config(case: Any, epochs: int, seed: int) -> Any:
     """Our BiSHopConfig: the thesis defaults, the authors' code options, `epochs` long."""
     from benchmarks.versus.cases import BISHOP_CODE_OPTIONS
-    from tabrepro.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.config import BiSHopConfig
 
     values = {**BISHOP_CODE_OPTIONS, **case.overrides}
     return BiSHopConfig(**values, max_epochs=epochs, seed=seed, device="cpu", checkpoint_every_epochs=epochs)
@@ -77,8 +76,8 @@ def train_ours_bishop(config_dict: dict[str, Any], fold: dict[str, Any], threads
     """Our BiSHopTrainer on the fold (a fresh process): test-row probabilities, best epoch, epochs."""
     import torch
 
-    from tabrepro.bishop.config import BiSHopConfig
-    from tabrepro.bishop.trainer import BiSHopTrainer, TabularTensors
+    from tabrepro.models.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.trainer import BiSHopTrainer, TabularTensors
 
     torch.set_num_threads(threads)
     x = torch.tensor(fold["x"], dtype=torch.float32)

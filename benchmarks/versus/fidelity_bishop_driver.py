@@ -16,7 +16,7 @@ seed before their model is built, so that a run can be repeated.
 
 Their per-epoch test report (`Exp_BiSHop.test`, through torcheval, stubbed) only prints and logs;
 it is replaced by a no-op while training. numpy 2 removed `np.Inf`, which their EarlyStopping
-reads; it is put back as `np.inf`. It imports nothing of tabrepro.bishop.
+reads; it is put back as `np.inf`. It imports nothing of tabrepro.models.bishop.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ overlapping-fold defect, never runs), and runs their `Trainer.train_and_eval`: e
 full-batch step and a validation pass, the best-validation model cached and loaded back at the
 end (their `EarlyStopCounter`). It then runs their model once more on the test rows (targets
 hidden, as their test mode does) and writes the test rows' class probabilities, in the order of
-"test", for the caller to score with our metric code. It imports nothing of tabrepro.npt.
+"test", for the caller to score with our metric code. It imports nothing of tabrepro.models.npt.
 
 Their experiment tracking (wandb) is a sink here: their logger calls it every evaluation, and
 nothing it receives changes training. Their AUROC (torchmetrics) is off: it is only logged.

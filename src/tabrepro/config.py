@@ -451,7 +451,7 @@ class Params:
 
     def _printed_labels(self, paper: str, cfg: Mapping[str, Any], table: str) -> set[str]:
         """The method labels the paper's reference numbers print for one of its tables."""
-        from tabrepro.reporting.reference import reference_methods, reference_table_id
+        from tabrepro.reference import reference_methods, reference_table_id
 
         tcfg = cfg["tables"][table]
         metric = tcfg.get("metric")

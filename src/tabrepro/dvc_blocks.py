@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tabrepro.readme_blocks import ReadmeBlockError, replace_block
-from tabrepro.reporting.reference import reference_table_id
+from tabrepro.reference import reference_table_id
 
 DVC_FILE = Path("dvc.yaml")
 BEGIN, END = "# papers:begin", "# papers:end"

@@ -1,5 +1,5 @@
 """Package attributes imported on first use (PEP 562), so that importing a package's light
-modules (tabrepro.npt.config, tabrepro.bishop.config: needed by the model registry, hence by
+modules (tabrepro.models.npt.config, tabrepro.models.bishop.config: needed by the model registry, hence by
 every Snakemake start) does not import torch through the package's __init__."""
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ class Planner:
         (`configs_per_job` configurations each) plus the selection. (The folds of a train_folds
         job share one: see `rows`.)"""
         from tabrepro.models.registry import get_model_class
-        from tabrepro.resources import config_batches, policy
+        from tabrepro.resource_policy import config_batches, policy
 
         if not get_model_class(job.model).per_config_jobs:
             return 1
@@ -150,7 +150,7 @@ class Planner:
 
     def rows(self) -> list[PlanRow]:
         """One row per paper x dataset x model of the profile (folds of one row cost the same)."""
-        from tabrepro.resources import fold_groups, policy
+        from tabrepro.resource_policy import fold_groups, policy
 
         groups: dict[tuple[str, str, str], list[Job]] = {}
         for job in self.params.jobs():
@@ -260,7 +260,7 @@ def memory_over_cap(rows: list[PlanRow], params: Params) -> str:
     """A line naming the rows whose estimated peak exceeds the most memory a job may ask for
     (`resources.training.max_mem_mb`): the workflow asks for the cap, so their largest
     configurations would not fit the node; empty when there are none."""
-    from tabrepro.resources import policy
+    from tabrepro.resource_policy import policy
 
     cap = policy(params)["training"]["max_mem_mb"]
     over = [r for r in rows if r.peak_mb > cap]

@@ -19,7 +19,6 @@ host side and run time.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabrepro.config import Job
 from tabrepro.io import write_json
+from tabrepro.resource_policy import FoldGroup, config_batches, fold_groups, policy
 
 if TYPE_CHECKING:
     from tabrepro.config import Params
@@ -43,11 +43,6 @@ __all__ = [
     "Request",
     "JobSizer",
     "combine_sequential",
-    "config_batches",
-    "configs_per_job",
-    "FoldGroup",
-    "fold_groups",
-    "policy",
     "size_job",
 ]
 
@@ -95,21 +90,6 @@ class Request:
     runtime_min: int
 
 
-def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def policy(params: Params) -> dict[str, Any]:
-    """params.yaml's `resources` with the active profile's overrides applied."""
-    return _merge(params.raw["resources"], params.profile.get("resources") or {})
-
-
 def _fixed(entry: Mapping[str, Any], default: Mapping[str, Any]) -> Request:
     values = {**default, **entry}
     return Request(int(values["threads"]), int(values["mem_mb"]), int(values["runtime_min"]))
@@ -132,53 +112,6 @@ def size_job(estimate: JobEstimate, training: Mapping[str, Any]) -> Request:
         seconds = estimate.cpu_seconds / threads**THREAD_EFFICIENCY
     runtime = int(math.ceil(seconds * training["runtime_safety"] / 60.0 + training["runtime_floor_min"]))
     return Request(threads, mem_mb, min(runtime, training["max_runtime_min"]))
-
-
-def configs_per_job(policy_: Mapping[str, Any], model: str) -> int:
-    """How many configurations of `model` one train_batch job trains (params.yaml, default 1)."""
-    return int((policy_["training"].get("configs_per_job") or {}).get(model, 1))
-
-
-def config_batches(params: Params, policy_: Mapping[str, Any], paper: str, dataset: str, model: str) -> list[range]:
-    """Consecutive runs of the job's configuration indices, `configs_per_job` at a time."""
-    n = params.n_configs(paper, dataset, model)
-    size = configs_per_job(policy_, model)
-    return [range(start, min(start + size, n)) for start in range(0, n, size)]
-
-
-@dataclass(frozen=True)
-class FoldGroup:
-    """The folds of one paper x dataset that `models` train one after another in one job each."""
-
-    paper: str
-    dataset: str
-    folds: tuple[int, ...]
-    models: tuple[str, ...]
-
-
-def fold_groups(params: Params, policy_: Mapping[str, Any], jobs: list[Job] | None = None) -> list[FoldGroup]:
-    """The jobs that run a dataset's folds one after another, per paper x dataset with several
-    folds: of `jobs` (default: the profile's training jobs; the feature-sparsity curves pass
-    theirs), those of the in-job models params.yaml `folds_in_one_job` lists (or all; default none).
-
-    A fold's result does not depend on the job it runs in: the same seeds, data and threads.
-    What grouping saves is a process start with its imports (~2 s) and a scheduler job per fold.
-    """
-    from tabrepro.models.registry import get_model_class
-
-    together = policy_["training"].get("folds_in_one_job") or []
-    folds: dict[tuple[str, str], dict[int, None]] = {}
-    models: dict[tuple[str, str], dict[str, None]] = {}
-    for job in params.jobs() if jobs is None else jobs:
-        if get_model_class(job.model).per_config_jobs or (together != "all" and job.model not in together):
-            continue
-        folds.setdefault((job.paper, job.dataset), {})[job.fold] = None
-        models.setdefault((job.paper, job.dataset), {})[job.model] = None
-    return [
-        FoldGroup(paper, dataset, tuple(folds[paper, dataset]), tuple(models[paper, dataset]))
-        for paper, dataset in folds
-        if len(folds[paper, dataset]) > 1
-    ]
 
 
 def combine_sequential(estimates: list[JobEstimate]) -> JobEstimate:

@@ -10,9 +10,9 @@ from typing import Any
 def check_workflow_settings(params: Any) -> None:
     """Raise the InputError (one line naming the key) that the workflow's load would raise on
     `params` (a tabrepro.config.Params); workflow/rules/common.smk runs the same calls."""
-    from tabrepro.analysis.jobs import active_settings, plan_fold_jobs
-    from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
-    from tabrepro.resources import fold_groups, policy
+    from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
+    from tabrepro.npt.analysis.jobs import active_settings, plan_fold_jobs
+    from tabrepro.resource_policy import fold_groups, policy
 
     resource_policy = policy(params)
     fold_groups(params, resource_policy)

@@ -12,9 +12,9 @@ import torch
 
 from tabrepro.config import Job
 from tabrepro.config_jobs import _state_dir
-from tabrepro.models.npt import NPTModel
-from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.trainer import STATE_FILE, NPTTrainer
+from tabrepro.models.npt.config import NPTConfig
+from tabrepro.models.npt.interface import NPTModel
+from tabrepro.models.npt.trainer import STATE_FILE, NPTTrainer
 from test_npt import TINY, make_table
 
 

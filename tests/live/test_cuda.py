@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tabrepro.bishop import BiSHopConfig, BiSHopTrainer, TabularTensors
-from tabrepro.bishop.trainer import STATE_FILE as BISHOP_STATE_FILE
-from tabrepro.bishop.trainer import WEIGHTS_FILE as BISHOP_WEIGHTS_FILE
-from tabrepro.npt import NPTConfig, NPTTrainer
-from tabrepro.npt.trainer import BEST_WEIGHTS_FILE as NPT_WEIGHTS_FILE
+from tabrepro.models.bishop import BiSHopConfig, BiSHopTrainer, TabularTensors
+from tabrepro.models.bishop.trainer import STATE_FILE as BISHOP_STATE_FILE
+from tabrepro.models.bishop.trainer import WEIGHTS_FILE as BISHOP_WEIGHTS_FILE
+from tabrepro.models.npt import NPTConfig, NPTTrainer
+from tabrepro.models.npt.trainer import BEST_WEIGHTS_FILE as NPT_WEIGHTS_FILE
 from test_npt import make_table, weights_equal
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
@@ -143,8 +143,8 @@ def test_npt_killed_and_resumed_on_the_gpu_ends_with_the_uninterrupted_weights(t
 
 
 def test_npt_pass_killed_on_the_gpu_goes_on_after_its_saved_batches(tmp_path: Path, monkeypatch):
+    from tabrepro.models.npt.model import NPTNetwork
     from tabrepro.nn import checkpoint
-    from tabrepro.npt.model import NPTNetwork
 
     monkeypatch.setattr(checkpoint, "SAVE_PASS_EVERY_S", 0.0)
     table, rows = make_table(60), make_table(90, seed=1)

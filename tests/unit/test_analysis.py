@@ -12,12 +12,15 @@ import yaml
 from torch import nn
 
 from conftest import REPO
-from tabrepro.analysis.attention import abd_attention, attention_experiment, block_attention_weights
-from tabrepro.analysis.common import NPTContext, target_outputs
-from tabrepro.analysis.corruption import corrupt_batch, corruption_experiment, table2_deltas
-from tabrepro.analysis.deletion import delete_for_row, deletion_experiment, one_sided_wilcoxon
-from tabrepro.analysis.lookup import _fixed_batches, knn_baselines, make_batch, run_variant, synthetic_lookup_data
-from tabrepro.analysis.settings import (
+from tabrepro.features import categorical, continuous
+from tabrepro.models.npt import NPTConfig, NPTNetwork, NPTTable
+from tabrepro.models.npt.masking import TEST, TRAIN, VAL
+from tabrepro.npt.analysis.attention import abd_attention, attention_experiment, block_attention_weights
+from tabrepro.npt.analysis.common import NPTContext, target_outputs
+from tabrepro.npt.analysis.corruption import corrupt_batch, corruption_experiment, table2_deltas
+from tabrepro.npt.analysis.deletion import delete_for_row, deletion_experiment, one_sided_wilcoxon
+from tabrepro.npt.analysis.lookup import _fixed_batches, knn_baselines, make_batch, run_variant, synthetic_lookup_data
+from tabrepro.npt.analysis.settings import (
     AnalysisError,
     AnalysisSettings,
     LookupModelSettings,
@@ -25,9 +28,6 @@ from tabrepro.analysis.settings import (
     experiment_digest,
     settings_for,
 )
-from tabrepro.features import categorical, continuous
-from tabrepro.npt import NPTConfig, NPTNetwork, NPTTable
-from tabrepro.npt.masking import TEST, TRAIN, VAL
 
 torch.set_num_threads(1)
 

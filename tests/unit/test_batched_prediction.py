@@ -10,11 +10,11 @@ import logging
 import pytest
 import torch
 
-from tabrepro.bishop import BiSHopTrainer
+from tabrepro.models.bishop import BiSHopTrainer
+from tabrepro.models.npt import NPTConfig, NPTTrainer
+from tabrepro.models.npt.masking import TRAIN
 from tabrepro.nn import progress
 from tabrepro.nn.progress import logged_batches
-from tabrepro.npt import NPTConfig, NPTTrainer
-from tabrepro.npt.masking import TRAIN
 from test_bishop import split, tiny, toy_data
 from test_npt import TINY, make_table
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tabrepro.bishop import BiSHopTrainer
-from tabrepro.bishop.trainer import STATE_FILE as BISHOP_STATE_FILE
+from tabrepro.models.bishop import BiSHopTrainer
+from tabrepro.models.bishop.trainer import STATE_FILE as BISHOP_STATE_FILE
+from tabrepro.models.npt import NPTConfig, NPTTrainer
+from tabrepro.models.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 from tabrepro.nn.checkpoint import BEST_WEIGHTS_PREFIX
-from tabrepro.npt import NPTConfig, NPTTrainer
-from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 from test_bishop import split, tiny, toy_data
 from test_npt import TINY, make_table, weights_equal
 

@@ -12,7 +12,8 @@ import pytest
 import torch
 from entmax import sparsemax as reference_sparsemax
 
-from tabrepro.bishop import (
+from tabrepro.features import FeatureLayout
+from tabrepro.models.bishop import (
     AlphaEntmax,
     BiSHopConfig,
     BiSHopEstimator,
@@ -21,9 +22,8 @@ from tabrepro.bishop import (
     PiecewiseLinearEncoding,
     TabularTensors,
 )
-from tabrepro.bishop.entmax import _newton_start, alpha_from_logit, entmax, entmax_bisect
-from tabrepro.bishop.trainer import STATE_FILE, WEIGHTS_FILE
-from tabrepro.features import FeatureLayout
+from tabrepro.models.bishop.entmax import _newton_start, alpha_from_logit, entmax, entmax_bisect
+from tabrepro.models.bishop.trainer import STATE_FILE, WEIGHTS_FILE
 
 torch.set_num_threads(1)
 
@@ -342,7 +342,7 @@ def test_folded_projection_paths_match_the_direct_computation(overrides, path, m
     """Each re-associated path, forced on every GSH layer that can take it (column, pooling, row
     and cross layers alike), gives the direct computation's outputs and gradients with the
     same dropout masks."""
-    from tabrepro.bishop.model import HopfieldLayer
+    from tabrepro.models.bishop.model import HopfieldLayer
 
     data = toy_data(12, n_num=6)
     with torch.random.fork_rng(devices=[]):
@@ -369,7 +369,7 @@ def test_path_choice_at_the_defaults():
     """At the defaults (D 256, 4 heads, C 10, 30 features) the pooling GSH folds W_K and W_V
     into the queries and the row GSH W_Q and W_O into the memory; self-attention over patches
     and the decoder's cross layer stay direct (folding would cost more there)."""
-    from tabrepro.bishop.model import HopfieldLayer
+    from tabrepro.models.bishop.model import HopfieldLayer
     from tabrepro.nn.dropout import DropoutSource
 
     layer = HopfieldLayer(BiSHopConfig(onednn_linear=False), DropoutSource())
@@ -382,7 +382,7 @@ def test_path_choice_at_the_defaults():
 
 
 def test_fused_residual_dropout_matches_plain_dropout():
-    from tabrepro.bishop.model import add_dropped
+    from tabrepro.models.bishop.model import add_dropped
     from tabrepro.nn.dropout import DropoutSource, dropout
 
     x = torch.randn(4, 5, 3, 8, requires_grad=True)

@@ -7,7 +7,7 @@ import pytest
 
 from tabrepro.features import FeatureLayout
 from tabrepro.models.base import FitContext
-from tabrepro.models.bishop import ABLATIONS
+from tabrepro.models.bishop.interface import ABLATIONS
 from tabrepro.models.registry import get_model_class
 
 TINY = dict(

@@ -1,4 +1,4 @@
-"""BiSHop's feature-sparsity curves (tabrepro.feature_sparsity), without Snakemake."""
+"""BiSHop's feature-sparsity curves (tabrepro.bishop.feature_sparsity), without Snakemake."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 
 from conftest import REPO, tiny_profile
 from conftest import write_params as write_profile
-from tabrepro import feature_sparsity as fs
+from tabrepro.bishop import feature_sparsity as fs
 from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.features import FeatureLayout

@@ -10,16 +10,16 @@ import logging
 import numpy as np
 import pytest
 
-from tabrepro.bishop.config import BiSHopConfig
 from tabrepro.config import _did_you_mean
 from tabrepro.models import hyperparameters as hp
+from tabrepro.models.bishop.config import BiSHopConfig
 from tabrepro.models.estimator import EstimatorModel
 from tabrepro.models.hyperparameters import accepted, check_params
 from tabrepro.models.library_log import repeats
+from tabrepro.models.npt.config import NPTConfig
 from tabrepro.models.registry import MODEL_NAMES, MODEL_REGISTRY, create_model
 from tabrepro.models.rules import FAMILIES, TORCH_TRAINING_RULES, Accept, rule_admits
 from tabrepro.models.torch_model import TorchModel
-from tabrepro.npt.config import NPTConfig
 
 # A valid value for every name a wrapper reads itself (not a library keyword), small enough to fit
 # in a moment on 60 rows.

@@ -99,11 +99,11 @@ def test_auto_takes_onednn_only_where_torch_runs_avx512(monkeypatch, capability,
 
 @pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
 def test_networks_built_with_auto_follow_the_cpu(monkeypatch, capability):
-    from tabrepro.bishop.config import BiSHopConfig
-    from tabrepro.bishop.model import BiSHopNetwork
     from tabrepro.features import continuous
-    from tabrepro.npt.config import NPTConfig
-    from tabrepro.npt.model import NPTNetwork
+    from tabrepro.models.bishop.config import BiSHopConfig
+    from tabrepro.models.bishop.model import BiSHopNetwork
+    from tabrepro.models.npt.config import NPTConfig
+    from tabrepro.models.npt.model import NPTNetwork
 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
     expected = capability == "AVX512" and kernels._ONEDNN_LINEAR
@@ -114,7 +114,7 @@ def test_networks_built_with_auto_follow_the_cpu(monkeypatch, capability):
     assert {m.onednn for m in bishop.modules() if isinstance(m, kernels.Linear)} == {expected}
 
 
-@pytest.mark.parametrize("config_module", ["tabrepro.npt.config", "tabrepro.bishop.config"])
+@pytest.mark.parametrize("config_module", ["tabrepro.models.npt.config", "tabrepro.models.bishop.config"])
 def test_onednn_linear_takes_true_false_or_auto(config_module):
     import importlib
 

@@ -11,12 +11,21 @@ import pytest
 import torch
 
 from tabrepro.features import FeatureLayout, categorical, continuous
+from tabrepro.models.npt import NPTConfig, NPTNetwork, NPTTable, NPTTrainer
+from tabrepro.models.npt.estimator import NPTEstimator, _codes
+from tabrepro.models.npt.masking import (
+    TEST,
+    TRAIN,
+    VAL,
+    batch_plan,
+    draw_masks,
+    entry_losses,
+    feature_loss_weight,
+    npt_loss,
+)
+from tabrepro.models.npt.optim import Lamb, Lookahead, LRSchedule, build_optimizer, clip_gradients
+from tabrepro.models.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 from tabrepro.nn.dropout import dropout_mask
-from tabrepro.npt import NPTConfig, NPTNetwork, NPTTable, NPTTrainer
-from tabrepro.npt.estimator import NPTEstimator, _codes
-from tabrepro.npt.masking import TEST, TRAIN, VAL, batch_plan, draw_masks, entry_losses, feature_loss_weight, npt_loss
-from tabrepro.npt.optim import Lamb, Lookahead, LRSchedule, build_optimizer, clip_gradients
-from tabrepro.npt.trainer import BEST_WEIGHTS_FILE, STATE_FILE
 
 torch.set_num_threads(1)
 

@@ -7,7 +7,7 @@ import math
 
 from benchmarks.steps import npt as bench
 from tabrepro.config import Params
-from tabrepro.npt.config import NPTConfig
+from tabrepro.models.npt.config import NPTConfig
 
 
 def test_the_higgs_case_is_the_paper_profiles_higgs_job():

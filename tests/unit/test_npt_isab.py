@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tabrepro.npt import NPTConfig, NPTNetwork, NPTTrainer
-from tabrepro.npt.trainer import STATE_FILE
+from tabrepro.models.npt import NPTConfig, NPTNetwork, NPTTrainer
+from tabrepro.models.npt.trainer import STATE_FILE
 from test_npt import ATTRIBUTES, TINY, Interrupt, make_table, weights_equal, with_test_labels
 
 ISAB = {**TINY, "datapoint_attention": "isab", "n_inducing": 4}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tabrepro.npt import NPTConfig, NPTNetwork, NPTTrainer
+from tabrepro.models.npt import NPTConfig, NPTNetwork, NPTTrainer
 from test_npt import ATTRIBUTES, TINY, make_table, weights_equal
 
 VARIANTS = {"full": {}, "isab": {"datapoint_attention": "isab", "n_inducing": 4}}

@@ -28,7 +28,7 @@ from tabrepro.costmodel import (
 from tabrepro.models.registry import get_model_class
 from tabrepro.plan import Planner, compare, format_plan, memory_over_cap, within
 from tabrepro.plan_inputs import DatasetFacts, load_measured, split_sizes
-from tabrepro.resources import policy
+from tabrepro.resource_policy import policy
 from tabrepro.splits import make_split
 
 REPO = Path(__file__).resolve().parents[2]
@@ -459,7 +459,7 @@ def test_npt_memory_counts_its_parameters_and_their_optimiser_copies():
 
     from tabrepro.costmodel import npt_parameters
     from tabrepro.features import categorical, continuous
-    from tabrepro.npt import NPTConfig, NPTNetwork
+    from tabrepro.models.npt import NPTConfig, NPTNetwork
 
     config = {"embed_dim": 16, "n_layers": 4, "n_heads": 4}
     attributes = [continuous() for _ in range(9)] + [categorical(2)]

@@ -20,7 +20,7 @@ import yaml
 from conftest import copy_workflow, repo_raw_params, snakemake, tiny_profile, write_params
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job
-from tabrepro.reporting.figures import critical_difference, critical_difference_diagram
+from tabrepro.figures import critical_difference, critical_difference_diagram
 from tabrepro.reporting.html import INDEX, BrowserError, find_chromium, screenshot, se_units
 
 PROFILE = "reporttest"
@@ -59,8 +59,8 @@ def _fake_npt_fold(params, fold: int) -> None:
     """Weights of an untrained tiny NPT for the fold's attribute layout, and its metrics.json."""
     from tabrepro.data.table import load_table
     from tabrepro.features import categorical
-    from tabrepro.npt import NPTConfig, NPTNetwork
-    from tabrepro.npt.estimator import feature_attributes
+    from tabrepro.models.npt import NPTConfig, NPTNetwork
+    from tabrepro.models.npt.estimator import feature_attributes
     from tabrepro.preprocessing import Preprocessor
     from tabrepro.provenance import provenance
     from tabrepro.splits import fold_path, load_split
@@ -302,8 +302,8 @@ def test_se_units_and_critical_difference():
 
 def test_the_cost_section_reads_the_papers_reported_cost_from_the_reference_csv():
     """NPT's Tables 6-7 (App. B.6) are reference-CSV rows; the page prints them as the paper does."""
+    from tabrepro.reference import reported_costs
     from tabrepro.reporting.html.cost import _cost_text, _paper_note
-    from tabrepro.reporting.reference import reported_costs
 
     costs = reported_costs("npt")
     assert {key: _cost_text(cost) for key, cost in costs.items()} == {

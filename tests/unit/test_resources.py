@@ -14,7 +14,8 @@ from tabrepro.config import Job, Params, ParamsError
 from tabrepro.costmodel import CostModel, calibrate
 from tabrepro.plan import JobEstimate, Planner
 from tabrepro.plan_inputs import DatasetFacts
-from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, fold_groups, policy, size_job
+from tabrepro.resource_policy import fold_groups, policy
+from tabrepro.resources import RULES, JobSizer, Request, combine_sequential, size_job
 
 PARAMS = REPO / "params.yaml"
 
@@ -92,7 +93,7 @@ def test_folds_train_together_where_params_say_so_and_ask_for_their_summed_time(
     assert ("train_folds", "npt", "boston", "xgboost", None) in sizer.training_keys()
     assert ("train", "npt", "boston", "mlp", None) in sizer.training_keys()
     # the feature-sparsity curves group their folds by the same list (quick: XGBoost and LightGBM)
-    from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
+    from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
 
     curves = fold_groups(quick, policy(quick), plan_jobs(quick, sparsity_settings(quick)))
     assert [(g.dataset, g.models, len(g.folds)) for g in curves] == [("breast_cancer", ("xgboost", "lightgbm"), 10)]

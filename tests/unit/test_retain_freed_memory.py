@@ -91,10 +91,10 @@ def _parser_of(command: str):
 
 def test_the_trainers_apply_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outside the CLI too (Python use, the step benchmarks): each trainer's prepare asks for it."""
-    from tabrepro.bishop import BiSHopTrainer
-    from tabrepro.bishop import trainer as bishop_trainer
-    from tabrepro.npt import NPTConfig, NPTTrainer
-    from tabrepro.npt import trainer as npt_trainer
+    from tabrepro.models.bishop import BiSHopTrainer
+    from tabrepro.models.bishop import trainer as bishop_trainer
+    from tabrepro.models.npt import NPTConfig, NPTTrainer
+    from tabrepro.models.npt import trainer as npt_trainer
     from test_bishop import split, tiny, toy_data
     from test_npt import TINY, make_table
 

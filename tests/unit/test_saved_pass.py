@@ -9,14 +9,14 @@ import logging
 import pytest
 import torch
 
-from tabrepro.bishop import BiSHopTrainer
-from tabrepro.bishop.model import BiSHopNetwork
+from tabrepro.models.bishop import BiSHopTrainer
+from tabrepro.models.bishop.model import BiSHopNetwork
+from tabrepro.models.npt import NPTConfig, NPTTrainer
+from tabrepro.models.npt.masking import TRAIN
+from tabrepro.models.npt.model import NPTNetwork
 from tabrepro.nn import checkpoint
 from tabrepro.nn.checkpoint import PASS_FILE, SavedPass
 from tabrepro.nn.progress import logged_batches
-from tabrepro.npt import NPTConfig, NPTTrainer
-from tabrepro.npt.masking import TRAIN
-from tabrepro.npt.model import NPTNetwork
 from test_bishop import split, tiny, toy_data
 from test_npt import TINY, make_table
 

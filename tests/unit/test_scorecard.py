@@ -24,8 +24,8 @@ from conftest import REPO, tiny_profile, write_params
 from tabrepro.cli import main as tabrepro_main
 from tabrepro.config import Job, Params
 from tabrepro.data.availability import FetchStatus, write_fetch_status
+from tabrepro.reference import lookup
 from tabrepro.reporting.claims import judge_claims
-from tabrepro.reporting.reference import lookup
 from tabrepro.reporting.scorecard import Scorecard, ScoreCell, build_scorecard, summary
 from tabrepro.reporting.scorecard_markdown import render_markdown, write_scorecard
 from tabrepro.reporting.verdicts import DIFFERS, INCONCLUSIVE, NOT_RUN, REPRODUCED, SHIFTED

@@ -13,7 +13,7 @@ import yaml
 from scipy import stats
 
 from conftest import REPO
-from tabrepro.reporting.reference import PaperValue
+from tabrepro.reference import PaperValue
 from tabrepro.reporting.scorecard import sides
 from tabrepro.reporting.spreads import qualified_factors
 from tabrepro.reporting.tables import Cell

@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from tabrepro.features import FeatureLayout
 from tabrepro.models import base
 from tabrepro.models.base import FitContext, TabularModel
-from tabrepro.models.bishop import ABLATIONS
+from tabrepro.models.bishop.interface import ABLATIONS
 from tabrepro.models.mlp import MLPModel
 from tabrepro.models.registry import MODEL_REGISTRY
 

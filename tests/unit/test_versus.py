@@ -348,7 +348,7 @@ def test_both_npt_sides_run_one_tiny_step(tmp_path, capsys):
     assert summary["authors"]["runs"][0]["threads"] == 1 and summary["ours"]["runs"][0]["threads"] == 1
     assert len(payload["authors_code"]["npt"]["commit"]) == 40
     loaded = summary["authors"]["runs"][0]["tabrepro_modules"]
-    assert not [name for name in loaded if name.startswith(("tabrepro.npt", "tabrepro.bishop"))]
+    assert not [name for name in loaded if name.startswith(("tabrepro.models.npt", "tabrepro.models.bishop"))]
 
 
 # ------------------------------------------------------------------------ the generated page

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from tabrepro.analysis.jobs import active_settings, lookup_input_files
-from tabrepro.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
+from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.config import Job, Params, ParamsError, read_params_file
-from tabrepro.feature_sparsity import plan_jobs, sparsity_settings
 from tabrepro.models.registry import MODEL_NAMES, get_model_class
-from tabrepro.resources import JobSizer, fold_groups
+from tabrepro.npt.analysis.jobs import active_settings, lookup_input_files
+from tabrepro.npt.analysis.settings import FOLD_EXPERIMENTS, experiment_digest
+from tabrepro.resource_policy import fold_groups
+from tabrepro.resources import JobSizer
 
 PARAMS_FILE = "params.yaml"
 
@@ -188,8 +189,8 @@ ANALYSIS_PAPER = (ANALYSIS or active_settings(PARAMS, required=True)).paper
 
 def analysis_targets(wildcards=None):
     """Every analysis result file of the active profile whose dataset could be obtained."""
-    from tabrepro.analysis.jobs import plan_fold_jobs, result_path
-    from tabrepro.analysis.settings import SYNTHETIC
+    from tabrepro.npt.analysis.jobs import plan_fold_jobs, result_path
+    from tabrepro.npt.analysis.settings import SYNTHETIC
 
     if ANALYSIS is None:
         return []

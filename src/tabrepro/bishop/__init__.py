@@ -1,20 +1,7 @@
-"""BiSHop (Xu 2024, "Modern Hopfield Model for Deep Tabular Learning"): α-entmax with learnable
-α, piecewise-linear encoding, the BiSHop network, a resumable training loop and a
-scikit-learn-style adapter (see estimator.py).
+"""BiSHop (Xu 2024) as a paper: the experiments that go beyond training a model.
 
-The names below load on first use (tabrepro.lazy), so `tabrepro.bishop.config` (needed by the model registry,
-hence by every Snakemake start) does not import torch.
+* feature_sparsity.py  the feature-sparsity curves (Fig. 4.1 right): retrain on fewer features
+
+The network, its training loop and its place among the models are tabrepro.models.bishop; this
+package stands above the pipeline (it retrains a run's jobs), so nothing below it imports it.
 """
-
-from tabrepro.lazy import lazy_attributes
-
-# The entmax functions live in tabrepro.bishop.entmax (the submodule's name would shadow them).
-__all__, __getattr__ = lazy_attributes(
-    __name__,
-    config=("BiSHopConfig",),
-    entmax=("AlphaEntmax",),
-    estimator=("BiSHopEstimator",),
-    model=("BiSHopNetwork",),
-    ple=("PiecewiseLinearEncoding",),
-    trainer=("BiSHopTrainer", "BiSHopFitResult", "TabularTensors"),
-)

@@ -54,7 +54,7 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
 
 
 def cmd_analyse(args: argparse.Namespace) -> None:
-    from tabrepro.analysis.runner import run_experiment
+    from tabrepro.npt.analysis.runner import run_experiment
 
     params = load_params(args)
     path = run_experiment(
@@ -74,7 +74,7 @@ def cmd_analyse(args: argparse.Namespace) -> None:
 def cmd_sparsity(args: argparse.Namespace) -> None:
     import torch
 
-    from tabrepro.feature_sparsity import run_curve
+    from tabrepro.bishop.feature_sparsity import run_curve
     from tabrepro.provenance import reset_peak_memory
 
     torch.set_num_threads(args.threads)
@@ -96,7 +96,7 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
 
 
 def cmd_sparsity_plot(args: argparse.Namespace) -> None:
-    from tabrepro.feature_sparsity import plot_curves
+    from tabrepro.bishop.feature_sparsity import plot_curves
 
     files = plot_curves(load_params(args), args.paper)
     print(files["png"])
@@ -132,7 +132,7 @@ def register(add: AddCommand) -> None:
     p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")
     p.add_argument("--logs-dir", type=Path, help="the workflow's logs (default: logs/ beside params.yaml)")
 
-    from tabrepro.analysis.settings import EXPERIMENTS, SYNTHETIC
+    from tabrepro.npt.analysis.settings import EXPERIMENTS, SYNTHETIC
 
     p = add(
         "analyse",

@@ -62,7 +62,7 @@ def cmd_train_config(args: argparse.Namespace) -> None:
 
 def cmd_train_batch(args: argparse.Namespace) -> None:
     from tabrepro.config_jobs import run_config_batch
-    from tabrepro.resources import config_batches, policy
+    from tabrepro.resource_policy import config_batches, policy
     from tabrepro.training import write_result
 
     params = load_params(args)

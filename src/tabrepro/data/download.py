@@ -301,7 +301,7 @@ class _WatchedHTTPHandler(urllib.request.HTTPHandler):
         super().__init__()
         self.watchdog = watchdog
 
-    def http_open(self, req):  # type: ignore[no-untyped-def]
+    def http_open(self, req):
         return self.do_open(_watched(http.client.HTTPConnection, self.watchdog), req)
 
 
@@ -312,7 +312,7 @@ class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
         super().__init__()
         self.watchdog = watchdog
 
-    def https_open(self, req):  # type: ignore[no-untyped-def]
+    def https_open(self, req):
         return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req, context=self._context)
 
 
@@ -376,7 +376,7 @@ class _RedirectGuard(urllib.request.HTTPRedirectHandler):
         self.http_origins = http_origins
         self.label = label
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
         if not _followable(newurl, self.http_origins):
             fp.close()
             raise UnsafeLocationError(

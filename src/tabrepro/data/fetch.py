@@ -44,6 +44,7 @@ from tabrepro.data.fetch_errors import (
 )
 from tabrepro.data.openml import OPENML_URL_ENV, OpenMLMetadata, fetch_openml, read_openml_metadata
 from tabrepro.data.registry import OPENML_FILES, DatasetSource, RemoteFile, get_source
+from tabrepro.data.standin import MARKER_FILE, read_marker
 from tabrepro.data.verify import (
     MANIFEST_NAME,
     Expectation,
@@ -147,8 +148,6 @@ def fetch_source_status(source: DatasetSource, raw_dir: Path, options: FetchOpti
 def _fetched_files(name: str, raw_dir: Path) -> list[Path]:
     """What fetching `name` left in raw_dir/<name>/: its files, their recorded hashes, the fetch
     record and a stand-in marker."""
-    from tabrepro.data.standin import MARKER_FILE
-
     source = get_source(name)
     directory = Path(raw_dir) / source.name
     names = set(OPENML_FILES) if source.is_openml else {n for f in source.files for n in (f.name, f.member) if n}
@@ -237,8 +236,7 @@ def _unpinned_names(source: DatasetSource) -> list[str]:
 
 def _check_parses(source: DatasetSource, target_dir: Path) -> None:
     """Parse what was fetched, so that bytes that do not parse are never trusted on first use."""
-    from tabrepro.data.parse import ParseError, parse_source
-    from tabrepro.data.standin import read_marker
+    from tabrepro.data.parse import ParseError, parse_source  # deferred: parsing loads pandas
 
     if read_marker(target_dir) is not None:
         return  # a stand-in directory: prepare decides about it

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xlrd
 
-from tabrepro.data.fetch import read_openml_metadata
+from tabrepro.data.openml import read_openml_metadata
 from tabrepro.data.registry import DatasetSource, RemoteFile, TableFormat, get_source
 from tabrepro.data.standin import source_for_directory
 from tabrepro.data.table import ColumnSpec, Table, TableSchema

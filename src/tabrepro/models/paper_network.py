@@ -1,5 +1,5 @@
 """What NPTModel and BiSHopModel share behind the project's model interface: a paper's own network
-(tabrepro.npt, tabrepro.bishop), trained by its TaskEstimator, one workflow job per configuration
+(tabrepro.models.npt, tabrepro.models.bishop), trained by its TaskEstimator, one workflow job per configuration
 on a GPU.
 
 * A configuration is a set of the network's config fields (its dataclass, `config_class`); the

@@ -9,14 +9,14 @@ from typing import Any
 
 from tabrepro.errors import InputError
 from tabrepro.models.base import TabularModel
-from tabrepro.models.bishop import BiSHopModel, ablation_models
+from tabrepro.models.bishop.interface import BiSHopModel, ablation_models
 from tabrepro.models.catboost_model import CatBoostModel
 from tabrepro.models.ft_transformer import FTTransformerModel
 from tabrepro.models.gradient_boosting import GradientBoostingModel
 from tabrepro.models.knn import KNNModel
 from tabrepro.models.lightgbm_model import LightGBMModel
 from tabrepro.models.mlp import MLPModel
-from tabrepro.models.npt import NPTISABModel, NPTModel
+from tabrepro.models.npt.interface import NPTISABModel, NPTModel
 from tabrepro.models.random_forest import RandomForestModel
 from tabrepro.models.resnet import ResNetModel
 from tabrepro.models.tabnet import TabNetModel

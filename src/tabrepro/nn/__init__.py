@@ -1,5 +1,5 @@
-"""The deep-learning layer that the paper packages (tabrepro.npt, tabrepro.bishop) and the model
-interface (tabrepro.models) share, and none of them owns:
+"""The deep-learning layer that the paper networks (tabrepro.models.npt, tabrepro.models.bishop) and
+the model interface (tabrepro.models) share, and none of them owns:
 
 * `config`     the plain-dict round trip of a network's dataclass config (no torch);
 * `estimator`  the scikit-learn-style adapter base of NPT's and BiSHop's estimators: the checks

@@ -8,7 +8,7 @@ MKL's GEMMs are faster and so are the training steps through them. So the models
 `onednn_linear="auto"` takes oneDNN only where torch runs AVX-512 kernels (`use_onednn`); True and
 False force one library (docs/speed.md, "Which GEMM library"; `python -m benchmarks.versus`
 measures it). None of this changes the mathematics (results differ in the last bits). Used by NPT
-(tabrepro.npt.model) and BiSHop (tabrepro.bishop.model)."""
+(tabrepro.models.npt.model) and BiSHop (tabrepro.models.bishop.model)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Non-Parametric Transformer (Kossen et al., NeurIPS 2021): model, masking, optimisation,
-training loop with exact resume, and a scikit-learn-style adapter (see estimator.py).
+"""NPT (Kossen et al., NeurIPS 2021) as a paper: the experiments that go beyond training a model.
 
-The names below load on first use (tabrepro.lazy), so `tabrepro.npt.config` (needed by the model registry, hence
-by every Snakemake start) does not import torch.
+* analysis/  the paper's analysis experiments (§4, App. B): does NPT use other datapoints?
+
+The network, its training loop and its place among the models are tabrepro.models.npt; this
+package stands above the pipeline (it reads a run's folds and trained jobs), so nothing below it
+imports it.
 """
-
-from tabrepro.lazy import lazy_attributes
-
-__all__, __getattr__ = lazy_attributes(
-    __name__,
-    config=("NPTConfig",),
-    masking=("TEST", "TRAIN", "VAL", "NPTTable"),
-    model=("NPTNetwork",),
-    trainer=("NPTFitResult", "NPTTrainer"),
-    estimator=("NPTEstimator",),
-)

@@ -1,6 +1,6 @@
 """Reporting: the papers' reference numbers and the tables that put ours beside them."""
 
-from tabrepro.reporting.reference import (
+from tabrepro.reference import (
     PaperValue,
     load_reference,
     lookup,

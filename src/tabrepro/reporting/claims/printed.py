@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tabrepro.reference import lookup, reference_table_id
 from tabrepro.reporting.claims.logic import (
     Outcome,
     ablation_outcome,
@@ -21,7 +22,6 @@ from tabrepro.reporting.claims.logic import (
     rank_outcome,
 )
 from tabrepro.reporting.claims.spec import Claim, Grid, compared_methods, goodness_sign, printed_grid
-from tabrepro.reporting.reference import lookup, reference_table_id
 from tabrepro.reporting.verdicts import VerdictRules
 
 CONSISTENT, INCONSISTENT, NOT_CHECKABLE = "consistent", "inconsistent", "not checkable from the paper"

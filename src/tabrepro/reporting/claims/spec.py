@@ -14,7 +14,7 @@ from typing import Any
 
 from tabrepro.data.registry import get_source
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
-from tabrepro.reporting.reference import lookup, reference_datasets, reference_methods, reference_table_id
+from tabrepro.reference import lookup, reference_datasets, reference_methods, reference_table_id
 
 # The comparisons a sentence can make (see `check_printed` and `judge_ours` for how each is read).
 KINDS = ("rank", "best_count", "margin", "ablation", "direction", "hpo_share", "unprinted")

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.analysis.settings import LOOKUP_VARIANTS
-from tabrepro.reporting import figures
+from tabrepro import figures
+from tabrepro.npt.analysis.settings import LOOKUP_VARIANTS
 from tabrepro.reporting.html.page import Page, ReportError, as_float, esc, fmt, se_units, slug, table_html
 from tabrepro.reporting.tables import DASH
 

@@ -1,5 +1,5 @@
 """A paper's compute cost per model and dataset, beside the paper's own where it reports one
-(the reference CSV's cost rows, see tabrepro.reporting.reference.reported_costs)."""
+(the reference CSV's cost rows, see tabrepro.reference.reported_costs)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from tabrepro.reporting import figures
+from tabrepro import figures
+from tabrepro.reference import ReportedCost, reported_costs
 from tabrepro.reporting.html.page import Page, as_float, slug, table_html
-from tabrepro.reporting.reference import ReportedCost, reported_costs
 from tabrepro.reporting.tables import DASH
 
 DURATION_UNITS = (("d", 86400), ("h", 3600), ("m", 60), ("s", 1))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from tabrepro.reporting import figures
+from tabrepro import figures
 from tabrepro.reporting.html.cost import cost_block
 from tabrepro.reporting.html.page import Z_FAR, Page, ReportError, as_float, esc, fmt, se_of, se_units, slug, table_html
 from tabrepro.reporting.html.ranks import rank_block

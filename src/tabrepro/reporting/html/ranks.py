@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from tabrepro.reporting import figures
+from tabrepro import figures
 from tabrepro.reporting.html.page import Page, slug, table_html
 from tabrepro.reporting.rank_tests import OmnibusResult, complete_rank_matrix, friedman_test
 from tabrepro.reporting.tables import DASH, rank_methods, summarize_folds

@@ -6,9 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tabrepro.figures import forest_plot
 from tabrepro.reporting import scorecard_markdown as scm
 from tabrepro.reporting.claims import CLAIM_HEADER, CLAIMS_HEADING, claim_rows, judge_claims
-from tabrepro.reporting.figures import forest_plot
 from tabrepro.reporting.html.page import Page, ReportError, esc, slug, table_html
 from tabrepro.reporting.scorecard import build_scorecard, summary
 from tabrepro.reporting.tables import ResultsError

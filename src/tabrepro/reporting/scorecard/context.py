@@ -139,7 +139,7 @@ class PaperContext:
             # one job per fold, or one train_folds job for all of them (params.yaml folds_in_one_job)
             candidates = [layout.train_log.path(job), layout.train_folds_log.path(job)]
         else:
-            from tabrepro.resources import config_batches, policy
+            from tabrepro.resource_policy import config_batches, policy
 
             try:
                 n_batches = len(config_batches(self.params, policy(self.params), self.paper, dataset, model))

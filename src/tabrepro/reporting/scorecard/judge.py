@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tabrepro.data.registry import get_source
-from tabrepro.reporting.reference import reference_table_id
+from tabrepro.reference import reference_table_id
 from tabrepro.reporting.scorecard.card import (
     CAPPED,
     OWN,

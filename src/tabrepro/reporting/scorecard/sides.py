@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from tabrepro.reporting.reference import PaperValue
+from tabrepro.reference import PaperValue
 from tabrepro.reporting.spreads import KfoldFactor, pooled_value, qualified_factors, sampling_se
 from tabrepro.reporting.tables import Cell
 from tabrepro.reporting.verdicts import Side

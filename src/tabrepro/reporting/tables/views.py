@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from tabrepro.reporting.reference import (
+from tabrepro.reference import (
     PaperValue,
     lookup,
     reference_datasets,

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from tabrepro.npt.config import NPTConfig
+from tabrepro.models.npt.config import NPTConfig
 
 __all__ = ["Lamb", "Lookahead", "LRSchedule", "clip_gradients", "build_optimizer"]
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tabrepro.analysis.common import NPTContext, batch_outputs, target_outputs
+from tabrepro.npt.analysis.common import NPTContext, batch_outputs, target_outputs
 
 __all__ = ["corrupt_batch", "corruption_experiment", "table2_deltas"]
 

@@ -1,4 +1,4 @@
-"""Non-Parametric Transformer behind the project's model interface (tabrepro.npt does the work).
+"""Non-Parametric Transformer behind the project's model interface (tabrepro.models.npt does the work).
 
 A configuration is a set of `NPTConfig` fields (params.yaml: search_spaces.*.npt); each variant
 of the paper's small-data sweep is one configuration and one workflow job (`per_config_jobs`),
@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tabrepro.models.npt.config import CHECKPOINT_FORMAT, NPTConfig
 from tabrepro.models.paper_network import PaperNetworkModel
 from tabrepro.models.rules import Hyperparameters
-from tabrepro.npt.config import CHECKPOINT_FORMAT, NPTConfig
 
 __all__ = ["NPTModel", "NPTISABModel"]
 
@@ -82,7 +82,7 @@ class NPTModel(PaperNetworkModel):
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        from tabrepro.npt.estimator import NPTEstimator  # lazily: the registry need not load torch
+        from tabrepro.models.npt.estimator import NPTEstimator  # lazily: the registry need not load torch
 
         config = self._config()
         X_test = self.context.X_test if config.semi_supervised else None

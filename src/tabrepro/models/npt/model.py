@@ -31,9 +31,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tabrepro.features import Feature
+from tabrepro.models.npt.config import NPTConfig
 from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, recomputed
 from tabrepro.nn.kernels import Linear, attention, linear, use_onednn
-from tabrepro.npt.config import NPTConfig
 
 __all__ = ["NPTNetwork", "AttentionBlock", "encode_values"]
 

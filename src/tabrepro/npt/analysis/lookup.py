@@ -31,14 +31,14 @@ import torch
 from sklearn.neighbors import KNeighborsRegressor
 from torch import Tensor
 
-from tabrepro.analysis.attention import abd_attention
-from tabrepro.analysis.settings import SYNTHETIC, AnalysisError, LookupModelSettings, LookupSettings
 from tabrepro.features import continuous
+from tabrepro.models.npt.config import NPTConfig
+from tabrepro.models.npt.masking import feature_loss_weight, npt_loss
+from tabrepro.models.npt.model import NPTNetwork
+from tabrepro.models.npt.optim import LRSchedule, build_optimizer, clip_gradients
 from tabrepro.nn.session import resolve_device
-from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.masking import feature_loss_weight, npt_loss
-from tabrepro.npt.model import NPTNetwork
-from tabrepro.npt.optim import LRSchedule, build_optimizer, clip_gradients
+from tabrepro.npt.analysis.attention import abd_attention
+from tabrepro.npt.analysis.settings import SYNTHETIC, AnalysisError, LookupModelSettings, LookupSettings
 from tabrepro.seeding import derive_seed
 
 __all__ = [

@@ -140,7 +140,7 @@ def plan_jobs(params: Params, settings: SparsitySettings | None) -> list[Job]:
     """One job per (dataset, model, fold) of the curves; empty when the profile runs none."""
     if settings is None:
         return []
-    jobs = []
+    jobs: list[Job] = []
     for dataset in _datasets(params, settings):
         folds = params.folds(settings.paper, dataset)
         if settings.folds != "all":
@@ -359,7 +359,7 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     """
     import pandas as pd
 
-    from tabrepro.reporting import figures
+    from tabrepro import figures
 
     settings = sparsity_settings(params)
     if settings is None:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from scipy.stats import wilcoxon
 
-from tabrepro.analysis.common import NPTContext, batch_outputs, pairwise_distances
+from tabrepro.npt.analysis.common import NPTContext, batch_outputs, pairwise_distances
 
 __all__ = ["delete_for_row", "deletion_experiment", "one_sided_wilcoxon"]
 

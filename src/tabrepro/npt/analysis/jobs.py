@@ -1,7 +1,7 @@
 """Which analysis experiments the active profile runs and where their results go.
 
 The workflow (common.smk) imports this at every start, and the report reads the same list, so they
-agree on what exists; it imports no torch (running an experiment is tabrepro.analysis.runner).
+agree on what exists; it imports no torch (running an experiment is tabrepro.npt.analysis.runner).
 
 Layout (all under params.yaml's results directory):
 
@@ -12,15 +12,19 @@ Layout (all under params.yaml's results directory):
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
-from tabrepro.analysis.settings import FOLD_EXPERIMENTS, SYNTHETIC, AnalysisError, AnalysisSettings, settings_for
+from tabrepro.npt.analysis.settings import FOLD_EXPERIMENTS, SYNTHETIC, AnalysisError, AnalysisSettings, settings_for
 
 __all__ = ["active_settings", "plan_fold_jobs", "plan_targets", "result_path", "lookup_input_files", "NPT_MODEL"]
 
 NPT_MODEL = "npt"
 
 
+@overload
+def active_settings(params: Any, *, required: Literal[True]) -> AnalysisSettings: ...
+@overload
+def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None: ...
 def active_settings(params: Any, *, required: bool = False) -> AnalysisSettings | None:
     """The active profile's analysis settings (None when it runs no analysis)."""
     settings = settings_for(params.raw, params.profile_name)
@@ -51,7 +55,7 @@ def plan_fold_jobs(params: Any, settings: AnalysisSettings | None = None) -> lis
         return []
     selected = params.selected_datasets(paper)
     datasets = selected if settings.datasets == "all" else [d for d in settings.datasets if d in selected]
-    jobs = []
+    jobs: list[tuple[str, str, int]] = []
     for dataset in datasets:
         folds = params.folds(paper, dataset)
         chosen = folds if settings.folds == "all" else [f for f in settings.folds if f in folds]

@@ -24,8 +24,8 @@ import torch
 from scipy.stats import spearmanr
 from torch import Tensor
 
-from tabrepro.analysis.common import NPTContext, pairwise_distances
-from tabrepro.npt.model import AttentionBlock, NPTNetwork
+from tabrepro.models.npt.model import AttentionBlock, NPTNetwork
+from tabrepro.npt.analysis.common import NPTContext, pairwise_distances
 
 __all__ = ["block_attention_weights", "abd_attention", "attention_experiment"]
 

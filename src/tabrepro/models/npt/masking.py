@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from tabrepro.features import Feature
-from tabrepro.npt.config import NPTConfig
+from tabrepro.models.npt.config import NPTConfig
 
 __all__ = [
     "TRAIN",

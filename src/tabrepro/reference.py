@@ -23,7 +23,7 @@ import pandas as pd
 
 from tabrepro.errors import InputError
 
-PACKAGE = "tabrepro.reporting"
+PACKAGE = "tabrepro.reporting"  # the CSV ships with the report's package data
 RESOURCE = "reported_results.csv"
 COLUMNS = ["paper", "table", "dataset", "method", "metric", "value", "spread", "spread_kind"]
 # Where each number comes from: the paper's own run, or quoted from another paper (the BiSHop thesis

@@ -32,7 +32,7 @@ __all__ = ["BiSHopConfig", "RESUME_NEUTRAL_FIELDS"]
 
 
 # Integer settings that must be at least 1 (validate checks them; the model interface declares
-# the same ranges to the configuration guard, tabrepro.models.bishop).
+# the same ranges to the configuration guard, tabrepro.models.bishop.interface).
 POSITIVE_FIELDS = (
     "embed_dim",
     "patch_size",

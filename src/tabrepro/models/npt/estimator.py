@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from tabrepro.features import Feature, FeatureLayout, categorical, continuous
+from tabrepro.models.npt.config import NPTConfig
+from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable
+from tabrepro.models.npt.trainer import NPTFitResult, NPTTrainer
 from tabrepro.nn.estimator import Rows, TaskEstimator
-from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable
-from tabrepro.npt.trainer import NPTFitResult, NPTTrainer
 from tabrepro.tasks import TaskFamily
 
 __all__ = ["NPTEstimator", "feature_attributes"]

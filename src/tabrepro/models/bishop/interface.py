@@ -1,4 +1,4 @@
-"""BiSHop behind the project's model interface (tabrepro.bishop does the work).
+"""BiSHop behind the project's model interface (tabrepro.models.bishop does the work).
 
 A configuration is a set of `BiSHopConfig` fields (params.yaml: search_spaces.bishop_*.bishop,
 Table A.4). Each configuration is one workflow job (`per_config_jobs`); BiSHop's protocol then
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tabrepro.bishop.config import CHECKPOINT_FORMAT, POSITIVE_FIELDS, BiSHopConfig
+from tabrepro.models.bishop.config import CHECKPOINT_FORMAT, POSITIVE_FIELDS, BiSHopConfig
 from tabrepro.models.paper_network import PaperNetworkModel
 from tabrepro.models.rules import Hyperparameters
 
@@ -70,7 +70,7 @@ class BiSHopModel(PaperNetworkModel):
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        from tabrepro.bishop.estimator import BiSHopEstimator  # lazily: the registry need not load torch
+        from tabrepro.models.bishop.estimator import BiSHopEstimator  # lazily: the registry need not load torch
 
         self._new_estimator(BiSHopEstimator, self._config())
         result = self._train(X_train, y_train, X_val, y_val)

@@ -38,11 +38,8 @@ import torch
 from torch import Tensor
 
 from tabrepro.features import Feature
-from tabrepro.nn.checkpoint import ResumableTrainer, save_state_dict
-from tabrepro.nn.progress import logged_batches
-from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
-from tabrepro.npt.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, NPTConfig
-from tabrepro.npt.masking import (
+from tabrepro.models.npt.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, NPTConfig
+from tabrepro.models.npt.masking import (
     TEST,
     TRAIN,
     VAL,
@@ -54,8 +51,11 @@ from tabrepro.npt.masking import (
     npt_loss,
     target_loss,
 )
-from tabrepro.npt.model import NPTNetwork
-from tabrepro.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
+from tabrepro.models.npt.model import NPTNetwork
+from tabrepro.models.npt.optim import Lookahead, LRSchedule, build_optimizer, clip_gradients
+from tabrepro.nn.checkpoint import ResumableTrainer, save_state_dict
+from tabrepro.nn.progress import logged_batches
+from tabrepro.nn.session import bf16_autocast, deterministic_algorithms, resolve_device, retain_freed_memory
 from tabrepro.seeding import derive_seed
 
 __all__ = ["NPTTrainer", "NPTFitResult", "STATE_FILE", "BEST_WEIGHTS_FILE"]
@@ -402,7 +402,7 @@ class NPTTrainer(ResumableTrainer):
         self.step = int(state["step"])
         self.best_step = int(state["best"]["step"])
         self.history = list(state["history"])
-        self.val_history = [tuple(v) for v in state["val_history"]]  # type: ignore[misc]
+        self.val_history = [tuple(v) for v in state["val_history"]]
         self.diverged = bool(state["diverged"])
         self.validation_pending = bool(state.get("validation_pending", False))  # absent before it existed
         self._plan = None

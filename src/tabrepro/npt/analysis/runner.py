@@ -5,7 +5,7 @@ Layout (all under params.yaml's results directory):
     analysis/{corruption,deletion,attention}/{dataset}/fold{k}/result.json  (+ PNGs beside it)
     analysis/lookup/{dataset}/result.json                                    (+ PNGs beside it)
 
-Which experiments the active profile runs, and where their results go, is tabrepro.analysis.jobs
+Which experiments the active profile runs, and where their results go, is tabrepro.npt.analysis.jobs
 (no torch: the workflow imports it at every start).
 """
 
@@ -19,9 +19,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from tabrepro.analysis.common import NPTContext, finite_json, load_fold_context
-from tabrepro.analysis.jobs import active_settings, result_path
-from tabrepro.analysis.settings import (
+from tabrepro.io import write_json
+from tabrepro.layout import RESULT_FILE
+from tabrepro.npt.analysis.common import NPTContext, finite_json, load_fold_context
+from tabrepro.npt.analysis.jobs import active_settings, result_path
+from tabrepro.npt.analysis.settings import (
     EXPERIMENTS,
     FOLD_EXPERIMENTS,
     LOOKUP_VARIANTS,
@@ -30,8 +32,6 @@ from tabrepro.analysis.settings import (
     AnalysisSettings,
     experiment_digest,
 )
-from tabrepro.io import write_json
-from tabrepro.layout import RESULT_FILE
 from tabrepro.seeding import derive_seed
 
 __all__ = ["run_experiment"]
@@ -114,8 +114,8 @@ def run_experiment(
 def _run_corruption(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro.analysis.corruption import corruption_experiment
-    from tabrepro.reporting.reference import lookup
+    from tabrepro.npt.analysis.corruption import corruption_experiment
+    from tabrepro.reference import lookup
 
     result = corruption_experiment(context, max_test_rows=settings.corruption.max_test_rows, seed=seed)
     metric = "delta_rmse_over_rmse_pct" if context.task == "regression" else "delta_accuracy_pct"
@@ -132,8 +132,8 @@ def _run_corruption(
 def _run_deletion(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro.analysis.deletion import deletion_experiment
-    from tabrepro.reporting import figures
+    from tabrepro import figures
+    from tabrepro.npt.analysis.deletion import deletion_experiment
 
     s = settings.deletion
     result = deletion_experiment(
@@ -164,8 +164,8 @@ def _run_deletion(
 def _run_attention(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro.analysis.attention import attention_experiment
-    from tabrepro.reporting import figures
+    from tabrepro import figures
+    from tabrepro.npt.analysis.attention import attention_experiment
 
     s = settings.attention
     result = attention_experiment(context, n_reference_rows=s.n_reference_rows, max_rows=s.max_rows, seed=seed)
@@ -208,9 +208,9 @@ _RUNNERS = {"corruption": _run_corruption, "deletion": _run_deletion, "attention
 def _run_lookup(
     params: Any, paper: str, dataset: str, settings: AnalysisSettings, seed: int, out_dir: Path
 ) -> dict[str, Any]:
-    from tabrepro.analysis.lookup import dataset_lookup_data, lookup_experiment, synthetic_lookup_data
-    from tabrepro.reporting import figures
-    from tabrepro.reporting.reference import lookup
+    from tabrepro import figures
+    from tabrepro.npt.analysis.lookup import dataset_lookup_data, lookup_experiment, synthetic_lookup_data
+    from tabrepro.reference import lookup
 
     s = settings.lookup
     if dataset == SYNTHETIC:

@@ -20,14 +20,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tabrepro.analysis.settings import AnalysisError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import categorical, continuous
+from tabrepro.models.npt.config import NPTConfig
+from tabrepro.models.npt.estimator import feature_attributes
+from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable, batch_plan
+from tabrepro.models.npt.model import NPTNetwork
 from tabrepro.nn.session import resolve_device
-from tabrepro.npt.config import NPTConfig
-from tabrepro.npt.estimator import feature_attributes
-from tabrepro.npt.masking import TEST, TRAIN, VAL, NPTTable, batch_plan
-from tabrepro.npt.model import NPTNetwork
+from tabrepro.npt.analysis.settings import AnalysisError
 from tabrepro.tasks import TASKS
 
 __all__ = [

@@ -42,9 +42,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from tabrepro.bishop.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, BiSHopConfig
-from tabrepro.bishop.model import BiSHopNetwork
 from tabrepro.layout import WEIGHTS_FILE
+from tabrepro.models.bishop.config import CHECKPOINT_FORMAT, RESUME_NEUTRAL_FIELDS, BiSHopConfig
+from tabrepro.models.bishop.model import BiSHopNetwork
 from tabrepro.nn.checkpoint import (
     ResumableTrainer,
     atomic_torch_save,

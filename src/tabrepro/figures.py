@@ -262,7 +262,7 @@ def critical_difference_diagram(
 
 def _cliques(sorted_ranks: Sequence[float], cd: float) -> list[tuple[int, int]]:
     """Maximal runs of methods (in rank order) whose first and last differ by less than cd."""
-    runs = []
+    runs: list[tuple[int, int]] = []
     for start in range(len(sorted_ranks)):
         end = start
         while end + 1 < len(sorted_ranks) and sorted_ranks[end + 1] - sorted_ranks[start] < cd:

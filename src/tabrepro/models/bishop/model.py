@@ -46,9 +46,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.entmax import AlphaEntmax
-from tabrepro.bishop.ple import PiecewiseLinearEncoding
+from tabrepro.models.bishop.config import BiSHopConfig
+from tabrepro.models.bishop.entmax import AlphaEntmax
+from tabrepro.models.bishop.ple import PiecewiseLinearEncoding
 from tabrepro.nn.dropout import DropoutGeneratorMixin, DropoutSource, dropout, dropout_mask
 from tabrepro.nn.kernels import Linear, use_onednn
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from tabrepro.bishop.config import BiSHopConfig
-from tabrepro.bishop.trainer import BiSHopFitResult, BiSHopTrainer, TabularTensors
+from tabrepro.models.bishop.config import BiSHopConfig
+from tabrepro.models.bishop.trainer import BiSHopFitResult, BiSHopTrainer, TabularTensors
 from tabrepro.nn.estimator import Rows, TaskEstimator
 
 __all__ = ["BiSHopEstimator"]
