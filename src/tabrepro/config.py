@@ -27,8 +27,7 @@ from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.layout import RunLayout
 from tabrepro.tasks import task_family
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "params.schema.yaml"  # package data
 # libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, several
 # times faster, which every Snakemake start and CLI call pays on params.yaml and the schema.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -123,7 +122,7 @@ def read_params_file(path: str | Path) -> dict:
 
 def load_schema() -> dict:
     if not SCHEMA_PATH.is_file():
-        raise ParamsError(f"schema not found at {SCHEMA_PATH}; tabrepro must run from its repository")
+        raise ParamsError(f"schema not found at {SCHEMA_PATH}; reinstall tabrepro (it ships as package data)")
     return yaml.load(SCHEMA_PATH.read_text(), Loader=YAML_LOADER)
 
 

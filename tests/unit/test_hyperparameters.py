@@ -133,9 +133,9 @@ def test_library_values_params_yaml_uses_fit(model):
     and no name it sets is reported as ignored (the declared names are really accepted)."""
     import yaml
 
-    from tabrepro.config import REPO_ROOT
+    from conftest import REPO
 
-    raw = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
     configs = {
         str(_first_values(space[model]["params"])): _first_values(space[model]["params"])
         for space in raw["search_spaces"].values()

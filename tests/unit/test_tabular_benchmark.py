@@ -203,7 +203,7 @@ def test_datasets_ii_protocol_states_its_sources_and_what_it_does_not_follow() -
     import jsonschema
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "params.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "src" / "tabrepro" / "data" / "params.schema.yaml").read_text())
     protocol = params["protocols"]["openml_benchmark"]
     assert "random_search_utils.R" in protocol["source"] and "data_to_train_test" in protocol["not_followed"][0]
     jsonschema.validate(params, schema)
