@@ -101,9 +101,25 @@ def _did_you_mean(value: str, known: Iterable[str]) -> str:
     return f"{hint} (known: {shown})"
 
 
-def read_params_file(path: str | Path) -> dict:
-    """A parameters file's YAML mapping, unchecked; a syntax error names its line and column."""
-    path = Path(path)
+PROFILES_DIR = "profiles"  # experiment profiles, one file each, beside the parameters file
+
+
+def read_params_file(path: str | Path, *, profile_files: bool = True) -> dict:
+    """A parameters file's YAML mapping, unchecked, with (unless `profile_files` is false) the
+    profiles of `profiles/NAME.yaml` beside it added under their file names: experiment
+    profiles kept apart from the user's, selected the same way. A syntax error names its line
+    and column; a profile file whose name params.yaml already uses is refused."""
+    raw = _read_yaml_mapping(Path(path))
+    folder = Path(path).parent / PROFILES_DIR
+    if profile_files and isinstance(raw.get("profiles"), dict) and folder.is_dir():
+        for file in sorted(folder.glob("*.yaml")):
+            if file.stem in raw["profiles"]:
+                raise ParamsError(f"{file}: profile {file.stem!r} is also defined in {path}; keep one")
+            raw["profiles"][file.stem] = _read_yaml_mapping(file)
+    return raw
+
+
+def _read_yaml_mapping(path: Path) -> dict:
     if not path.is_file():
         raise ParamsError(f"{path}: no such parameters file")
     try:

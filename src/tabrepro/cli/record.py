@@ -50,7 +50,7 @@ def cmd_record(args: argparse.Namespace) -> None:
             stale = f"{args.readme} or {root / RESULTS_PAGE}: a records block is stale"
             problems.insert(0, f"{stale}; run `tabrepro record` to regenerate it")
         plan_page = _plan_page(root)
-        if plan_page and not write_calibration(audit["records_dir"], args.params, check=True):
+        if plan_page and not write_calibration(audit["records_dir"].parent, args.params, check=True):
             problems.insert(0, "the shipped cost calibration is stale; run `tabrepro record` to regenerate it")
         elif plan_page and not update_plan_block(plan_page, check=True, params_file=args.params):
             problems.insert(0, f"{plan_page}: the plan block is stale; run `tabrepro record` to regenerate it")
@@ -90,7 +90,7 @@ def cmd_record(args: argparse.Namespace) -> None:
     update_pages(args.readme, audit["records_dir"])
     plan_page = _plan_page(root)
     if plan_page:  # the compute plan is calibrated on the records
-        write_calibration(audit["records_dir"], args.params)
+        write_calibration(audit["records_dir"].parent, args.params)
         update_plan_block(plan_page, params_file=args.params)
     for problem in update_audit(**audit):
         print(f"tabrepro record: warning: {problem}", file=sys.stderr)
