@@ -15,9 +15,9 @@ import yaml
 
 from conftest import REPO, copy_workflow, snakemake
 from tabrepro.cli import main
-from tabrepro.config import Params, ParamsError
+from tabrepro.config import Params, ParamsError, read_params_file
 
-RAW = yaml.safe_load((REPO / "params.yaml").read_text())
+RAW = read_params_file(REPO / "params.yaml")
 HOSTILE = "bc$(touch PWNED)"
 BAD_NAMES = [HOSTILE, "../escape", "a/b", "a..b", "-rf", "two words", ""]
 # A name the rule keeps although it has every allowed punctuation mark (cf. the OpenML sources).
