@@ -25,7 +25,7 @@ except ParamsError as error:
     sys.exit(2)
 
 
-# params.yaml is checked against workflow/schemas/params.schema.yaml (and its cross-references)
+# params.yaml is checked against src/tabrepro/data/params.schema.yaml (and its cross-references)
 # by tabrepro.config when common.smk loads it: a bad key stops the workflow with one line naming it.
 configfile: "params.yaml"
 

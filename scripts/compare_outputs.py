@@ -412,8 +412,8 @@ def compare_trees(dir_a: Path, dir_b: Path, record: Path | None = None) -> int:
     print(f"{failures} file(s) differ or exist on one side only" if failures else "identical")
     if record is not None:
         summary = {
-            "a": str(dir_a),
-            "b": str(dir_b),
+            "a": Path(dir_a).name,  # names only: a record names no local path
+            "b": Path(dir_b).name,
             "code": {side: _snapshot_code(d) for side, d in (("a", dir_a), ("b", dir_b))},
             "files_in_both": len(files_a & files_b),
             "compared_as": dict(sorted(kinds.items())),

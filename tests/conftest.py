@@ -46,8 +46,11 @@ def load_script(name: str) -> Any:
 
 
 def repo_raw_params() -> dict:
-    """A fresh copy of the repository's params.yaml, as loaded YAML (safe to edit)."""
-    return yaml.safe_load(PARAMS_FILE.read_text())
+    """A fresh copy of the repository's params.yaml with its experiment profiles (profiles/*.yaml)
+    added, as loaded YAML (safe to edit)."""
+    from tabrepro.config import read_params_file
+
+    return read_params_file(PARAMS_FILE)
 
 
 @pytest.fixture(scope="session")

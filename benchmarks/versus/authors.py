@@ -76,7 +76,26 @@ class AuthorsCode:
     kind: str  # "git clone" or "plain directory"
 
     def describe(self) -> dict[str, str]:
-        return {"source": self.source, "path": str(self.path), "commit": self.commit, "kind": self.kind}
+        """What a record says of it: the code by repository and commit, never where it lay here."""
+        return {"source": public_source(self.source, self.path), "commit": self.commit, "kind": self.kind}
+
+
+def public_source(source: str, path: Path | None = None) -> str:
+    """A repository as a record names it: a URL as given; for a local path, the checkout's
+    `origin` remote where that is a URL, else only the directory's name (a record must name code,
+    not a place on the machine that wrote it)."""
+    if "://" in source or _SCP_LIKE.match(source):
+        return source
+    local = Path(path or source)
+    try:
+        origin = subprocess.run(
+            ["git", "-C", str(local), "remote", "get-url", "origin"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        origin = ""
+    if "://" in origin or _SCP_LIKE.match(origin):
+        return origin
+    return f"local directory {Path(source).name}"
 
 
 def is_url(source: str) -> bool:

@@ -262,7 +262,7 @@ def _run(args: argparse.Namespace) -> int:
             code[model] = authors.obtain(option, source, revision, scratch, model)
             deps[model] = [str(path) for path in authors.ensure_deps(model, scratch, args.install_deps)]
         payload["authors_code"] = {model: found.describe() for model, found in code.items()}
-        payload["settings"]["scratch"] = str(scratch)
+        payload["settings"]["scratch"] = scratch.name  # its name only: a record names no local path
         payload["settings"]["scratch_kept"] = not temporary
         _print(format_header(info, peak, warning, payload["authors_code"]))
 

@@ -384,7 +384,7 @@ def _case_record(case: FidelityCase, settings: dict[str, Any], code: authors.Aut
         "description": case.description,
         "settings": settings,
         "authors_commit": None if code is None else code.commit,
-        "authors_source": None if code is None else code.source,
+        "authors_source": None if code is None else authors.public_source(code.source, code.path),
         "runs": {side: {} for side in SIDES},
         "machines": [],
     }

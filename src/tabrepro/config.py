@@ -27,8 +27,7 @@ from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.layout import RunLayout
 from tabrepro.tasks import task_family
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "params.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "params.schema.yaml"  # package data
 # libyaml's safe loader where PyYAML was built with it (the wheels are): the same documents, several
 # times faster, which every Snakemake start and CLI call pays on params.yaml and the schema.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -102,9 +101,25 @@ def _did_you_mean(value: str, known: Iterable[str]) -> str:
     return f"{hint} (known: {shown})"
 
 
-def read_params_file(path: str | Path) -> dict:
-    """A parameters file's YAML mapping, unchecked; a syntax error names its line and column."""
-    path = Path(path)
+PROFILES_DIR = "profiles"  # experiment profiles, one file each, beside the parameters file
+
+
+def read_params_file(path: str | Path, *, profile_files: bool = True) -> dict:
+    """A parameters file's YAML mapping, unchecked, with (unless `profile_files` is false) the
+    profiles of `profiles/NAME.yaml` beside it added under their file names: experiment
+    profiles kept apart from the user's, selected the same way. A syntax error names its line
+    and column; a profile file whose name params.yaml already uses is refused."""
+    raw = _read_yaml_mapping(Path(path))
+    folder = Path(path).parent / PROFILES_DIR
+    if profile_files and isinstance(raw.get("profiles"), dict) and folder.is_dir():
+        for file in sorted(folder.glob("*.yaml")):
+            if file.stem in raw["profiles"]:
+                raise ParamsError(f"{file}: profile {file.stem!r} is also defined in {path}; keep one")
+            raw["profiles"][file.stem] = _read_yaml_mapping(file)
+    return raw
+
+
+def _read_yaml_mapping(path: Path) -> dict:
     if not path.is_file():
         raise ParamsError(f"{path}: no such parameters file")
     try:
@@ -123,7 +138,7 @@ def read_params_file(path: str | Path) -> dict:
 
 def load_schema() -> dict:
     if not SCHEMA_PATH.is_file():
-        raise ParamsError(f"schema not found at {SCHEMA_PATH}; tabrepro must run from its repository")
+        raise ParamsError(f"schema not found at {SCHEMA_PATH}; reinstall tabrepro (it ships as package data)")
     return yaml.load(SCHEMA_PATH.read_text(), Loader=YAML_LOADER)
 
 

@@ -2,21 +2,23 @@
 
     python -m tabrepro.plan --profile paper          # the table and totals
     python -m tabrepro.plan --compare                # predicted vs measured, for every measured job
-    python -m tabrepro.plan --measured ../run/results --bench records/scale/bench-full.json
-    python -m tabrepro.plan --readme README.md       # the README's plan block (--check: is it current?)
+    python -m tabrepro.plan --measured ../run/results --bench bench-full.json   # more evidence
+    python -m tabrepro.plan --readme docs/results/plan.md   # the generated plan page (--check: current?)
+    python -m tabrepro.plan --write-calibration records     # rewrite the shipped calibration
 
 For every job of the profile (tabrepro.config.Params.jobs; per-configuration models get one job
 per configuration plus a selection job, as in the workflow) it takes the candidate
 configurations the job will fit (tabrepro.tuning.job_configs, the same deterministic lists the
 jobs use), the table's shape (tabrepro.plan_inputs.DatasetFacts) and the cost model
-(tabrepro.costmodel) calibrated on every measured job it can find, and adds up configurations,
+(tabrepro.costmodel) calibrated on the measured jobs shipped with the package
+(data/cost_calibration.json, tabrepro.plan_inputs) and any further ones given, and adds up configurations,
 fits, CPU-hours, GPU-hours and peak memory. The workflow's requests come from the same estimates
 (tabrepro.resources, under params.yaml's `resources` policy), so Slurm requests and the plan
 cannot disagree.
 
 What the numbers are: CPU-hours at one thread on the machines the measurements come from; GPU
 jobs (NPT, BiSHop, TabNet, FT-Transformer, ResNet) are estimated from their floating-point work
-and steps at GPU rates calibrated on the jobs measured on a GPU (records/gpu/*/results), pulled
+and steps at GPU rates calibrated on the jobs measured on a GPU (the calibration's GPU jobs), pulled
 toward an assumed rate (costmodel.GpuAssumptions; --gpu-tflops), which stands alone for a family
 no GPU job measured. Early-stopped training is estimated at 3 x patience epochs; resource requests use the
 maximum epochs. `--compare` prints how far the model is from each measured job, in sample and
@@ -26,6 +28,7 @@ with each dataset x model group left out of the calibration.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -46,17 +49,27 @@ from tabrepro.costmodel import (
 )
 from tabrepro.errors import InputError
 from tabrepro.plan_inputs import (
-    DEFAULT_BENCH_DIR,
-    DEFAULT_FACTS_FILE,
+    CALIBRATION_FILE,
     DatasetFacts,
-    default_results_dirs,
+    build_calibration,
     facts_snapshot,
     load_measured,
+    read_calibration,
 )
 
 DEFAULT_GPU = GpuAssumptions()  # frozen: safe to share as a default
 
-__all__ = ["JobEstimate", "PlanRow", "Planner", "default_planner", "run_plan", "readme_block", "update_readme", "main"]
+__all__ = [
+    "JobEstimate",
+    "PlanRow",
+    "Planner",
+    "default_planner",
+    "run_plan",
+    "readme_block",
+    "update_readme",
+    "write_calibration",
+    "main",
+]
 
 
 @dataclass(frozen=True)
@@ -178,21 +191,37 @@ class Planner:
         return rows
 
 
+def shipped_facts(data_dirs: Sequence[Path] = (), calibration_file: Path = CALIBRATION_FILE) -> DatasetFacts:
+    """Dataset shapes from these data directories' prepared tables, else the calibration's."""
+    return DatasetFacts(data_dirs, None, read_calibration(calibration_file).datasets)
+
+
+def measured_jobs(
+    facts: DatasetFacts,
+    params_file: Path,
+    measured_dirs: Sequence[Path] = (),
+    bench_files: Sequence[Path] = (),
+    calibration_file: Path = CALIBRATION_FILE,
+) -> list[MeasuredJob]:
+    """The calibration's measured jobs, then those of further runs and benchmarks (each once)."""
+    jobs = {(j.label, j.wall_s, j.peak_mb): j for j in read_calibration(calibration_file).measured}
+    for job in (
+        load_measured(measured_dirs, bench_files, Path(params_file), facts) if (measured_dirs or bench_files) else []
+    ):
+        jobs.setdefault((job.label, job.wall_s, job.peak_mb), job)
+    return list(jobs.values())
+
+
 def default_planner(
     params: Params,
     *,
-    results_dirs: Sequence[Path] | None = None,
-    bench_files: Sequence[Path] | None = None,
     data_dirs: Sequence[Path] = (),
-    facts_file: Path | None = DEFAULT_FACTS_FILE,
-    params_file: Path = DEFAULT_PARAMS_FILE,
     gpu: GpuAssumptions = DEFAULT_GPU,
+    calibration_file: Path = CALIBRATION_FILE,
 ) -> Planner:
-    """A planner calibrated on the committed run records and scale-benchmark results."""
-    facts = DatasetFacts([params.data_dir, *data_dirs], facts_file)
-    bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
-    dirs = default_results_dirs() if results_dirs is None else results_dirs
-    measured = load_measured(dirs, bench, Path(params_file), facts)
+    """A planner calibrated on the shipped calibration (no run record is read)."""
+    facts = shipped_facts([params.data_dir, *data_dirs], calibration_file)
+    measured = read_calibration(calibration_file).measured
     return Planner(params, CostModel(calibrate(measured, gpu), gpu), facts)
 
 
@@ -396,14 +425,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="a results directory of a run (metrics.json files) to calibrate on, besides the "
-        "committed records; repeatable",
+        "shipped calibration's jobs; repeatable",
     )
     parser.add_argument(
         "--bench",
         type=Path,
         action="append",
-        default=None,
-        help="scale benchmark JSON (default: records/scale/bench-*.json); repeatable",
+        default=[],
+        help="a scale benchmark JSON to calibrate on, besides the shipped calibration's jobs; repeatable",
     )
     parser.add_argument(
         "--data-dir",
@@ -422,12 +451,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", action="store_true", help="print the calibrated weights")
     parser.add_argument("--write-facts", type=Path, help="write the dataset shapes known here to this facts file")
     parser.add_argument(
+        "--write-calibration",
+        type=Path,
+        metavar="RECORDS_DIR",
+        help="rewrite the shipped cost calibration from a records directory (as `tabrepro calibrate`)",
+    )
+    parser.add_argument(
         "--readme",
         type=Path,
-        help="rewrite this README's plan block (the paper profile's totals and the comparison with "
-        "the measured jobs, from committed records only)",
+        help="rewrite this page's plan block (the paper profile's totals and the comparison with "
+        "the measured jobs, from the shipped calibration only)",
     )
-    parser.add_argument("--check", action="store_true", help="with --readme: exit 1 when the block is stale")
+    parser.add_argument(
+        "--check", action="store_true", help="with --readme or --write-calibration: exit 1 when it is stale"
+    )
     return parser
 
 
@@ -448,8 +485,8 @@ def run_plan(
     the predicted-vs-measured comparison, or the facts file written)."""
     gpu = GpuAssumptions() if gpu_tflops is None else GpuAssumptions(tflops=gpu_tflops)
     data_dirs = [*data_dirs, *(m.parent / "data" for m in measured_dirs)]
-    facts = DatasetFacts([params.data_dir, *data_dirs], DEFAULT_FACTS_FILE)
-    bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")) if bench_files is None else list(bench_files)
+    facts = shipped_facts([params.data_dir, *data_dirs])
+    bench = list(bench_files or [])
     if write_facts:
         from tabrepro.data.registry import load_registry
         from tabrepro.io import write_json
@@ -457,7 +494,7 @@ def run_plan(
         snapshot = facts_snapshot(facts, load_registry(), bench)
         write_json(write_facts, snapshot, indent=1)
         return f"{write_facts}: {len(snapshot['datasets'])} dataset shapes"
-    measured = load_measured([*default_results_dirs(), *measured_dirs], bench, params_file, facts)
+    measured = measured_jobs(facts, params_file, measured_dirs, bench)
     if compare_only:
         return compare(measured, gpu)
     model = CostModel(calibrate(measured, gpu), gpu)
@@ -474,17 +511,19 @@ def run_plan(
     return "\n".join(parts)
 
 
-README_BEGIN = "<!-- plan:begin (generated by `python -m tabrepro.plan --readme README.md`; do not edit by hand) -->"
+PLAN_PAGE = Path("docs/results/plan.md")  # the generated plan page, relative to the repository
+README_BEGIN = (
+    "<!-- plan:begin (generated by `python -m tabrepro.plan --readme docs/results/plan.md`; do not edit by hand) -->"
+)
 README_END = "<!-- plan:end -->"
 
 
 def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper") -> str:
-    """The README's plan figures, from the committed records, benchmarks and facts file only (no
-    local run or data directory), so that any clone renders the same block."""
+    """The plan page's figures, from the shipped calibration only (no local run or data
+    directory), so that any clone renders the same block."""
     params = Params.from_file(params_file, profile=profile)
-    facts = DatasetFacts([], DEFAULT_FACTS_FILE)
-    bench = sorted(DEFAULT_BENCH_DIR.glob("bench-*.json"))
-    measured = load_measured(default_results_dirs(), bench, params_file, facts)
+    facts = shipped_facts()
+    measured = read_calibration().measured
     model = CostModel(calibrate(measured, DEFAULT_GPU), DEFAULT_GPU)
     rows = Planner(params, model, facts).rows()
     largest = max(rows, key=lambda r: r.peak_mb)
@@ -509,8 +548,22 @@ def readme_block(params_file: Path = DEFAULT_PARAMS_FILE, profile: str = "paper"
     )
 
 
+def write_calibration(
+    records_dir: Path, params_file: Path = DEFAULT_PARAMS_FILE, output: Path = CALIBRATION_FILE, *, check: bool = False
+) -> bool:
+    """Rewrite (or with `check`, only compare) the calibration file from a records directory;
+    False when the file on disk differs from what the records give."""
+    from tabrepro.io import atomic_write
+
+    payload = (json.dumps(build_calibration(records_dir, params_file), indent=1) + "\n").encode()
+    if check:
+        return Path(output).is_file() and Path(output).read_bytes() == payload
+    atomic_write(Path(output), payload)
+    return True
+
+
 def update_readme(readme: Path, *, check: bool = False, params_file: Path = DEFAULT_PARAMS_FILE) -> bool:
-    """Rewrite (or with `check`, only compare) the README's plan block; False when it is stale."""
+    """Rewrite (or with `check`, only compare) a page's plan block; False when it is stale."""
     from tabrepro.readme_blocks import replace_block
 
     return replace_block(readme, readme_block(params_file), README_BEGIN, README_END, check=check)
@@ -519,6 +572,12 @@ def update_readme(readme: Path, *, check: bool = False, params_file: Path = DEFA
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.write_calibration:
+            current = write_calibration(args.write_calibration, args.params, check=args.check)
+            if not current:
+                print(f"{CALIBRATION_FILE}: stale; rerun without --check", file=sys.stderr)
+                return 1
+            return 0
         if args.readme:
             current = update_readme(args.readme, check=args.check, params_file=args.params)
             if not current:

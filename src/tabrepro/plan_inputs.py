@@ -1,55 +1,54 @@
 """What the compute plan is built from: dataset shapes, and the jobs measured so far.
 
 Dataset shapes come, first match wins, from a prepared table's schema.json (in the data
-directories given), from a facts file (records/scale/dataset-facts.json: shapes recorded from
-prepared tables and from the scale benchmark's stand-ins, so a fresh clone needs no data), or
-from the registry's expected rows and features; datasets the registry gives no size for (the
+directories given), from the shipped calibration's recorded shapes (taken from prepared tables and
+from the scale benchmark's stand-ins, so an install needs no data), or from the registry's
+expected rows and features; datasets the registry gives no size for (the
 OpenML suites) use approximate published sizes, marked as such. Split sizes follow the protocol's
 fractions, of the subsample where the protocol draws one (`subsample_rows`); the table a job
 loads is the whole one either way.
 
-Measured jobs come from metrics.json files (every run's jobs record their wall time and peak
-memory; the candidate configurations of a job are regenerated with tabrepro.tuning.job_configs,
-which is deterministic, after checking the job's parameter digest) and from the scale
+The jobs measured so far ship with the package as data (data/cost_calibration.json, written by
+`tabrepro calibrate RECORDS_DIR` from a records directory and read back at run time): the package
+never reads run records to plan. Measured jobs come from metrics.json files (every run's jobs
+record their wall time and peak memory; the candidate configurations of a job are regenerated
+with tabrepro.tuning.job_configs, which is deterministic, after checking the job's parameter digest) and from the scale
 benchmark's JSON (one tiny configuration per model on the stand-ins). Each becomes a
 costmodel.MeasuredJob: its work terms and what it took.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabrepro.config import REPO_ROOT, Job, Params, ParamsError
+from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
 from tabrepro.layout import RunLayout
 from tabrepro.provenance import hardware_key
 
 __all__ = [
-    "DEFAULT_BENCH_DIR",
-    "DEFAULT_FACTS_FILE",
-    "default_results_dirs",
+    "CALIBRATION_FILE",
+    "CalibrationData",
     "DatasetFacts",
+    "build_calibration",
+    "calibration_inputs",
+    "read_calibration",
     "facts_snapshot",
     "load_measured",
     "schema_facts",
     "split_sizes",
 ]
 
-DEFAULT_FACTS_FILE = REPO_ROOT / "records" / "scale" / "dataset-facts.json"
-DEFAULT_BENCH_DIR = REPO_ROOT / "records" / "scale"
-
-
-def default_results_dirs() -> tuple[Path, ...]:
-    """The committed runs' results and the jobs measured on GPUs (records/gpu/*/results),
-    looked up at each call: `tabrepro record` adds one and then regenerates the plan block in the
-    same process."""
-    records = REPO_ROOT / "records"
-    return tuple(sorted(records.glob("runs/*/results"))) + tuple(sorted(records.glob("gpu/*/results")))
+# The cost model's evidence as package data: recorded dataset shapes and every measured job.
+CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "cost_calibration.json"
+CALIBRATION_VERSION = 1
 
 
 # Registry entries without a published size (OpenML tasks resolved at fetch time): approximate
@@ -99,9 +98,11 @@ class DatasetFacts:
     def __init__(
         self,
         data_dirs: Iterable[Path] = (),
-        facts_file: Path | None = DEFAULT_FACTS_FILE,
+        facts_file: Path | None = None,
         extra: dict[str, dict[str, Any]] | None = None,
     ) -> None:
+        """`facts_file`: a facts file ({"datasets": {source: shape}}) to take recorded shapes from;
+        `extra`: further recorded shapes (the shipped calibration's), which win."""
         self.data_dirs = [Path(d) for d in data_dirs]
         self.recorded: dict[str, dict[str, Any]] = {}
         if facts_file is not None and Path(facts_file).is_file():
@@ -360,3 +361,90 @@ def facts_snapshot(facts: DatasetFacts, sources: Iterable[str], bench_files: Ite
         if found["origin"].startswith("prepared"):
             datasets[source] = {**found, "origin": "prepared table"}
     return {"note": "shapes of prepared tables (python -m tabrepro.plan --write-facts)", "datasets": datasets}
+
+
+# ----------------------------------------------------------------------------------------------
+# the shipped calibration: evidence as data
+
+
+@dataclass(frozen=True)
+class CalibrationData:
+    """What the cost model is calibrated on: recorded dataset shapes and the measured jobs, in
+    the order they were found (calibration is order-sensitive only in its float sums)."""
+
+    datasets: dict[str, dict[str, Any]]
+    measured: list[MeasuredJob]
+    sources: dict[str, list[str]]
+
+
+def calibration_inputs(records_dir: Path) -> dict[str, Any]:
+    """The files a records directory calibrates on: every run's and every GPU measurement's
+    results directory, the scale benchmarks and the facts file (absent ones left out)."""
+    records_dir = Path(records_dir)
+    facts = records_dir / "scale" / "dataset-facts.json"
+    return {
+        "results_dirs": sorted(records_dir.glob("runs/*/results")) + sorted(records_dir.glob("gpu/*/results")),
+        "bench_files": sorted(records_dir.glob("scale/bench-*.json")),
+        "facts_file": facts if facts.is_file() else None,
+    }
+
+
+def _relative(path: Path, root: Path) -> str:
+    """A path as named in the calibration file: relative to the records directory's parent (the
+    repository), so that the file names no place on the machine that wrote it."""
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return Path(path).name
+
+
+def build_calibration(records_dir: Path, params_file: Path = DEFAULT_PARAMS_FILE) -> dict[str, Any]:
+    """The calibration file's content from a records directory (`tabrepro calibrate`): the facts
+    file's shapes and every measured job of its runs, GPU measurements and scale benchmarks, the
+    jobs' configurations regenerated from `params_file` under each record's profile."""
+    records_dir = Path(records_dir)
+    if not records_dir.is_dir():
+        raise ParamsError(f"{records_dir}: no such records directory")
+    inputs = calibration_inputs(records_dir)
+    root = records_dir.resolve().parent
+    facts = DatasetFacts([], inputs["facts_file"])
+    jobs: dict[tuple, MeasuredJob] = {}
+    for results_dir in inputs["results_dirs"]:
+        origin = _relative(results_dir, root)
+        for job in load_measured([results_dir], [], Path(params_file), facts):
+            jobs.setdefault((job.label, job.wall_s, job.peak_mb), dataclasses.replace(job, origin=origin))
+    for job in load_measured([], inputs["bench_files"], Path(params_file), facts):
+        jobs.setdefault((job.label, job.wall_s, job.peak_mb), job)
+    return {
+        "version": CALIBRATION_VERSION,
+        "note": "the compute plan's evidence, written by `tabrepro calibrate RECORDS_DIR`; do not edit by hand",
+        "sources": {
+            "results_dirs": [_relative(d, root) for d in inputs["results_dirs"]],
+            "bench_files": [_relative(f, root) for f in inputs["bench_files"]],
+            "facts_file": [_relative(inputs["facts_file"], root)] if inputs["facts_file"] else [],
+        },
+        "datasets": facts.recorded,
+        "measured": [dataclasses.asdict(job) for job in jobs.values()],
+    }
+
+
+@functools.cache
+def _read_calibration(path: str) -> CalibrationData:
+    file = Path(path)
+    try:
+        payload = json.loads(file.read_text())
+    except (OSError, ValueError) as error:
+        message = f"{file}: cannot read the cost calibration ({error}); rewrite it with `tabrepro calibrate`"
+        raise ParamsError(message) from None
+    if payload.get("version") != CALIBRATION_VERSION:
+        raise ParamsError(
+            f"{file}: cost calibration version {payload.get('version')!r}, this tabrepro reads {CALIBRATION_VERSION}"
+        )
+    return CalibrationData(
+        payload["datasets"], [MeasuredJob(**job) for job in payload["measured"]], payload.get("sources", {})
+    )
+
+
+def read_calibration(path: Path = CALIBRATION_FILE) -> CalibrationData:
+    """The shipped (or another) calibration file, read once per process."""
+    return _read_calibration(str(Path(path).resolve()))

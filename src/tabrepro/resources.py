@@ -132,22 +132,14 @@ def _cache_key(kind: str, paper: str, dataset: str, model: str, batch: int | Non
 
 def sizing_inputs_digest(params: Params) -> str:
     """A digest of everything the compute plan's sizes depend on (see JobSizer's cache)."""
-    from tabrepro.config import DEFAULT_PARAMS_FILE
-    from tabrepro.plan_inputs import DEFAULT_BENCH_DIR, DEFAULT_FACTS_FILE, default_results_dirs
-
     digest = hashlib.sha256(json.dumps([params.profile_name, params.raw], sort_keys=True, default=str).encode())
     package = Path(__file__).resolve().parent
     files = [
         *sorted(package.rglob("*.py")),
         *sorted(package.rglob("*.yaml")),
-        *sorted(package.rglob("*.json")),
-        Path(DEFAULT_PARAMS_FILE),  # the calibration regenerates measured jobs' configurations from it
-        DEFAULT_FACTS_FILE,
-        *sorted(DEFAULT_BENCH_DIR.glob("bench-*.json")),
+        *sorted(package.rglob("*.json")),  # the shipped cost calibration among them
         *sorted(params.data_dir.glob("processed/*/*.json")),
     ]
-    for results in default_results_dirs():
-        files += sorted(results.glob("*/*/*/fold*/metrics.json"))
     for file in files:
         try:
             stat = file.stat()
@@ -160,7 +152,7 @@ def sizing_inputs_digest(params: Params) -> str:
 class JobSizer:
     """The requests of one Params' jobs; what the workflow's rules call (common.smk).
 
-    The planner (calibrated on the committed run records, about two seconds) is built on the
+    The planner (calibrated on the shipped calibration) is built on the
     first training job asked about; estimates are shared by a job's folds, which cost the same.
     """
 
@@ -233,8 +225,8 @@ class JobSizer:
 
         Calibrating the cost model and pricing thousands of configurations takes seconds, which
         every Snakemake start (every dry run) would pay. The file is named by a digest of all
-        that the sizes depend on (the parameters, tabrepro's sources, the run records, benchmark
-        and facts files, the prepared tables' schemas), so a change to any of them misses.
+        that the sizes depend on (the parameters, tabrepro's sources and package data with the cost
+        calibration, the prepared tables' schemas), so a change to any of them misses.
         """
         path = Path(self._cache_dir) / f"sizes-{sizing_inputs_digest(self.params)}.json"
         try:

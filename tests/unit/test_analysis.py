@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 import torch
-import yaml
 from torch import nn
 
 from conftest import REPO
+from tabrepro.config import read_params_file
 from tabrepro.features import categorical, continuous
 from tabrepro.models.npt import NPTConfig, NPTNetwork, NPTTable
 from tabrepro.models.npt.masking import TEST, TRAIN, VAL
@@ -57,7 +57,7 @@ def make_context(n: int = 48, task: str = "regression", datapoint_attention: str
 
 # --------------------------------------------------------------------------- settings
 def test_settings_defaults_overrides_and_errors():
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    raw = read_params_file(REPO / "params.yaml")
     quick = settings_for(raw, "quick")
     assert quick is not None and quick.lookup.dataset == "synthetic" and quick.folds == (0,)
     assert settings_for(raw, "paper").lookup.dataset == "protein"

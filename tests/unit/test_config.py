@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from conftest import REPO
-from tabrepro.config import Job, Params, ParamsError, resolve_extends
+from tabrepro.config import Job, Params, ParamsError, read_params_file, resolve_extends
 
-RAW = yaml.safe_load((REPO / "params.yaml").read_text())
+RAW = read_params_file(REPO / "params.yaml")
 
 
 def params_with(mutate, profile: str | None = None) -> Params:

@@ -131,11 +131,11 @@ def _first_values(params: dict) -> dict:
 def test_library_values_params_yaml_uses_fit(model):
     """Every search space of the real params.yaml, at its first values, builds and fits the model,
     and no name it sets is reported as ignored (the declared names are really accepted)."""
-    import yaml
 
-    from tabrepro.config import REPO_ROOT
+    from conftest import REPO
+    from tabrepro.config import read_params_file
 
-    raw = yaml.safe_load((REPO_ROOT / "params.yaml").read_text())
+    raw = read_params_file(REPO / "params.yaml")
     configs = {
         str(_first_values(space[model]["params"])): _first_values(space[model]["params"])
         for space in raw["search_spaces"].values()

@@ -15,9 +15,9 @@ import yaml
 
 from conftest import REPO, copy_workflow, snakemake
 from tabrepro.cli import main
-from tabrepro.config import Params, ParamsError
+from tabrepro.config import Params, ParamsError, read_params_file
 
-RAW = yaml.safe_load((REPO / "params.yaml").read_text())
+RAW = read_params_file(REPO / "params.yaml")
 HOSTILE = "bc$(touch PWNED)"
 BAD_NAMES = [HOSTILE, "../escape", "a/b", "a..b", "-rf", "two words", ""]
 # A name the rule keeps although it has every allowed punctuation mark (cf. the OpenML sources).
@@ -64,7 +64,7 @@ def test_the_names_in_use_follow_the_rule():
     """params.yaml's datasets and the registry's sources (used as directory names) pass as they are."""
     from tabrepro.data.registry import load_registry
 
-    schema = yaml.safe_load((REPO / "workflow/schemas/params.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "src/tabrepro/data/params.schema.yaml").read_text())
     rule = re.compile(schema["$defs"]["name"]["pattern"])
     names = list(load_registry()) + [d for paper in RAW["papers"].values() for d in paper["datasets"]]
     assert "openml_361283_default-of-credit-card-clients" in names

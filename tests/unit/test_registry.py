@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 
 from conftest import REPO
+from tabrepro.config import read_params_file
 from tabrepro.data.registry import (
     DatasetSource,
     RegistryError,
@@ -24,7 +24,7 @@ from tabrepro.data.registry import (
 def _params_sources() -> set[str]:
     """Sources the papers name, the stand-ins a profile substitutes for them, and the alternatives
     their entries name."""
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params_file(REPO / "params.yaml")
     named = {d["source"] for paper in params["papers"].values() for d in paper["datasets"].values()}
     substitutes = {
         o["source"]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from benchmarks.scale import census_levels
 from benchmarks.scale.bench import BENCH_PROFILE, TINY_BUDGETS, Record, bench_params, format_table
@@ -280,7 +279,9 @@ def test_a_running_stage_reports_its_progress(tmp_path):
 
 
 def test_bench_params_are_a_valid_profile_with_tiny_budgets():
-    base = yaml.safe_load((REPO / "params.yaml").read_text())
+    from tabrepro.config import read_params_file
+
+    base = read_params_file(REPO / "params.yaml")
     raw = bench_params(base, ["higgs", "income"], ["xgboost", "npt", "bishop"])
     params = Params(raw)
     assert params.profile_name == BENCH_PROFILE

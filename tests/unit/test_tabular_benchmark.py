@@ -19,6 +19,7 @@ from conftest import REPO
 from conftest import SHARED_DATASETS as SHARED
 from data_server import DataServer
 from tabrepro.cli import main
+from tabrepro.config import read_params_file
 from tabrepro.data.fetch import ChecksumMismatchError, FetchOptions, fetch_source
 from tabrepro.data.parse import parse_source
 from tabrepro.data.registry import (
@@ -68,7 +69,7 @@ def entry_for(mirror_path: str) -> str:
 
 
 def test_every_datasets_ii_task_has_a_complete_benchmark_entry() -> None:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params_file(REPO / "params.yaml")
     group_ii = {k: d for k, d in params["papers"]["bishop"]["datasets"].items() if d.get("group") == "ii"}
     assert len(group_ii) == 19
     registry = load_registry()
@@ -202,8 +203,8 @@ def test_level_rule_is_refused_where_it_would_be_ignored() -> None:
 def test_datasets_ii_protocol_states_its_sources_and_what_it_does_not_follow() -> None:
     import jsonschema
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "params.schema.yaml").read_text())
+    params = read_params_file(REPO / "params.yaml")
+    schema = yaml.safe_load((REPO / "src" / "tabrepro" / "data" / "params.schema.yaml").read_text())
     protocol = params["protocols"]["openml_benchmark"]
     assert "random_search_utils.R" in protocol["source"] and "data_to_train_test" in protocol["not_followed"][0]
     jsonschema.validate(params, schema)

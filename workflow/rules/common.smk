@@ -28,7 +28,8 @@ def _load_params(config):
     params.yaml itself, so any other override would silently not reach the jobs.
     """
     on_disk = read_params_file(PARAMS_FILE)
-    extra = sorted(k for k in config if k != "profile" and config[k] != on_disk.get(k))
+    as_read = read_params_file(PARAMS_FILE, profile_files=False)  # what `configfile:` read (no profiles/*.yaml)
+    extra = sorted(k for k in config if k != "profile" and config[k] != as_read.get(k))
     if extra:
         raise ParamsError(f"--config may only set 'profile' (got {', '.join(extra)}); edit {PARAMS_FILE} instead")
     return Params(on_disk, source=PARAMS_FILE, profile=config.get("profile"))

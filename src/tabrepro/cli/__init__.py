@@ -30,6 +30,7 @@
     tabrepro record NAME --restore               put record NAME's results back into the run (to continue it)
     tabrepro plan [--compare]                    the profile's compute plan: configurations, fits, CPU-/GPU-
                                                  hours and peak memory per paper x dataset x model, totals
+    tabrepro calibrate RECORDS_DIR               rewrite the plan's shipped cost calibration from the records
 
 Errors in inputs (params.yaml, dataset and model names, downloads, missing prepared data, a
 configuration a library refuses, files that cannot be read or written) end the command with one

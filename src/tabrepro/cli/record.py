@@ -1,6 +1,7 @@
-"""`tabrepro record`: snapshot a run into the committed records and regenerate the pages built
-from them (the README's scorecard summary and plan blocks, docs/results/records.md, the audit
-table in docs/reproduction.md)."""
+"""`tabrepro record`: snapshot a run into the committed records and regenerate what is built
+from them (the README's scorecard summary, docs/results/records.md, the audit table in
+docs/reproduction.md, and where the repository has its plan page, the shipped cost calibration
+and docs/results/plan.md)."""
 
 from __future__ import annotations
 
@@ -12,16 +13,19 @@ from tabrepro.cli.common import AddCommand, load_params
 from tabrepro.errors import InputError
 
 
-def _has_plan_block(readme: Path) -> bool:
-    from tabrepro.plan import README_BEGIN
+def _plan_page(root: Path) -> Path | None:
+    """The repository's generated plan page, when it has one (a checkout of tabrepro does)."""
+    from tabrepro.plan import PLAN_PAGE, README_BEGIN
 
-    return README_BEGIN in Path(readme).read_text(encoding="utf-8")
+    page = root / PLAN_PAGE
+    return page if page.is_file() and README_BEGIN in page.read_text(encoding="utf-8") else None
 
 
 def cmd_record(args: argparse.Namespace) -> None:
     """Snapshot a run (with NAME), then regenerate the README's summary and plan blocks, the
     records page and the audit table."""
     from tabrepro.plan import update_readme as update_plan_block
+    from tabrepro.plan import write_calibration
     from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
     from tabrepro.reporting.records import RECORDS_DIR, RESULTS_PAGE, restore, snapshot, update_pages
 
@@ -45,8 +49,11 @@ def cmd_record(args: argparse.Namespace) -> None:
         if not update_pages(args.readme, audit["records_dir"], check=True):
             stale = f"{args.readme} or {root / RESULTS_PAGE}: a records block is stale"
             problems.insert(0, f"{stale}; run `tabrepro record` to regenerate it")
-        if _has_plan_block(args.readme) and not update_plan_block(args.readme, check=True):
-            problems.insert(0, f"{args.readme}: the plan block is stale; run `tabrepro record` to regenerate it")
+        plan_page = _plan_page(root)
+        if plan_page and not write_calibration(audit["records_dir"].parent, args.params, check=True):
+            problems.insert(0, "the shipped cost calibration is stale; run `tabrepro record` to regenerate it")
+        elif plan_page and not update_plan_block(plan_page, check=True, params_file=args.params):
+            problems.insert(0, f"{plan_page}: the plan block is stale; run `tabrepro record` to regenerate it")
         problems[:0] = [line for c in checks for line in c.problems()]
         if problems:
             raise InputError("record --check: " + "; ".join(problems))
@@ -81,8 +88,10 @@ def cmd_record(args: argparse.Namespace) -> None:
         )
         print(f"{target}: recorded")
     update_pages(args.readme, audit["records_dir"])
-    if _has_plan_block(args.readme):  # the compute plan is calibrated on the records
-        update_plan_block(args.readme)
+    plan_page = _plan_page(root)
+    if plan_page:  # the compute plan is calibrated on the records
+        write_calibration(audit["records_dir"].parent, args.params)
+        update_plan_block(plan_page, params_file=args.params)
     for problem in update_audit(**audit):
         print(f"tabrepro record: warning: {problem}", file=sys.stderr)
     print(f"{args.readme}, {root / RESULTS_PAGE} and {audit['doc']} regenerated from the records")
