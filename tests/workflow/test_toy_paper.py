@@ -37,12 +37,14 @@ def add_toy_paper(raw: dict, root: Path | None = None) -> None:
         "reference": "toy_reference.csv",
         "models": {"knn": "k-NN", "random_forest": "Random Forest"},
         "claims": {
-            "forest_matches_knn": {
-                "text": "the forest is as good as k-NN (AUROC)",
-                "source": "Table 1",
-                "table": "table1",
-                "model": "random_forest",
-                "over": ["knn"],
+            "forest_beats_knn": {
+                "quote": "The forest beats k-NN on every dataset.",
+                "location": "Table 1",
+                "kind": "margin",
+                "tables": ["table1"],
+                "method": "Random Forest",
+                "over": ["k-NN"],
+                "datasets": "every",
             }
         },
         "datasets": {"breast_cancer": {"source": "breast_cancer", "protocol": "toy_cv3", "search_space": "toy"}},
@@ -108,7 +110,7 @@ def test_the_toy_paper_is_judged_in_the_scorecard_with_its_claim(toy_run):
     cells = pd.read_csv(toy_run / "results/scorecard/scorecard.csv")
     assert set(cells["paper"]) == {"toy"} and set(cells["reference_table"].astype(str)) == {"1"}
     card = (toy_run / "results/scorecard/scorecard.md").read_text()
-    assert "the forest is as good as k-NN (AUROC)" in card
+    assert "The forest beats k-NN on every dataset." in card
 
 
 def test_the_report_has_the_toy_papers_sections(toy_run):
