@@ -34,7 +34,8 @@ class DecideError(InputError, ValueError):
 
 @dataclass(frozen=True)
 class DecisionCost:
-    """The runs one dataset × model needs to decide its cells, and what they cost."""
+    """The runs one dataset × model needs to decide its cells (each as `table: runs it needs`), and
+    what they cost."""
 
     paper: str
     dataset: str
@@ -83,12 +84,13 @@ def decision_costs(
         if key not in one_run:
             unplanned.append(name)
             continue
-        groups.setdefault(key, []).append((name, int(row.more_runs)))
+        groups.setdefault(key, []).append((str(row.table), int(row.more_runs)))
     priced = []
     for (paper, dataset, model), cells in groups.items():
         runs = max(n for _, n in cells)
         cpu, gpu = one_run[(paper, dataset, model)]
-        priced.append(DecisionCost(paper, dataset, model, runs, tuple(n for n, _ in cells), runs * cpu, runs * gpu))
+        named = tuple(f"{table}: {n}" for table, n in cells)
+        priced.append(DecisionCost(paper, dataset, model, runs, named, runs * cpu, runs * gpu))
     priced.sort(key=lambda c: (c.hours_per_cell, c.paper, c.dataset, c.model))
     return priced, never, unplanned
 
@@ -111,7 +113,7 @@ def format_decision_costs(
         f"Runs that would decide the undecided cells of {source} (profile {profile!r}; 80 % power per "
         f"cell, simulated with the verdict engine; one run = the protocol once more on a new split seed)",
         "",
-        "| paper | dataset | model | more runs | cells decided | CPU-h | GPU-h "
+        "| paper | dataset | model | cells (table: more runs each needs) | more runs | CPU-h | GPU-h "
         "| cumulative cells | cumulative CPU-h | cumulative GPU-h |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -119,7 +121,7 @@ def format_decision_costs(
     for cost in priced:
         cells, cpu, gpu = cells + len(cost.cells), cpu + cost.cpu_hours, gpu + cost.gpu_hours
         lines.append(
-            f"| {cost.paper} | {cost.dataset} | {cost.model} | {cost.more_runs} | {len(cost.cells)} | "
+            f"| {cost.paper} | {cost.dataset} | {cost.model} | {', '.join(cost.cells)} | {cost.more_runs} | "
             f"{_hours(cost.cpu_hours)} | {_hours(cost.gpu_hours)} | {int(cells)} | {_hours(cpu)} | {_hours(gpu)} |"
         )
     if not priced:

@@ -26,7 +26,10 @@ ONE_RUN = {("npt", "boston", "xgboost"): (0.5, 0.0), ("npt", "boston", "mlp"): (
 
 def test_groups_take_their_largest_count_and_are_sorted_by_cost_per_cell():
     priced, never, unplanned = decision_costs(pd.DataFrame(ROWS, columns=COLUMNS), ONE_RUN)
-    assert [(c.model, c.more_runs, len(c.cells)) for c in priced] == [("xgboost", 9, 2), ("mlp", 2, 1)]
+    assert [(c.model, c.more_runs, c.cells) for c in priced] == [
+        ("xgboost", 9, ("table8: 4", "table9: 9")),
+        ("mlp", 2, ("table8: 2",)),
+    ]
     assert priced[0].cpu_hours == pytest.approx(4.5) and priced[1].gpu_hours == pytest.approx(6.0)
     assert never == ["npt/table8/boston/knn"] and unplanned == ["npt/table1/binary/npt"]
     text = format_decision_costs(priced, never, unplanned, REPO / "x.csv", "quick")
