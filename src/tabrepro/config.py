@@ -446,7 +446,7 @@ class Params:
 
     def _override_families(self, profile: str, model: str, sources: dict) -> set[str]:
         """Task families of the datasets on which a profile runs a model (empty when none)."""
-        found = set()
+        found: set[str] = set()
         for paper, sel in self.raw["profiles"][profile]["papers"].items():
             cfg = self.raw["papers"][paper]
             models = self.all_models(paper) if sel["models"] == "all" else sel["models"]

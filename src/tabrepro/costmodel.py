@@ -420,6 +420,7 @@ def job_terms(
     # memory_terms reads only cost keys too. Not needed by a selection that retrains nothing.
     counts = _cost_key_counts(model, configs) if kind != "select" or repeats > 1 else None
     if kind == "train":
+        assert counts is not None  # counted for every kind but a select without retraining
         for key, count in counts.items():
             _add(terms, dict(_fit_terms_cached(model, key, shape, shape.n_val, bound)), count)
         typical = configs[0]  # the winner is not known in advance

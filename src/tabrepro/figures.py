@@ -242,17 +242,17 @@ def critical_difference_diagram(
         axis.plot([start, start + cd], [1.4, 1.4], color=cd_colour, lw=2)
         label = f"CD = {cd:.2f} (Nemenyi, α = {alpha})" + ("" if claims else ", not a claim")
         axis.text(start + cd / 2, 1.6, label, ha="center", fontsize=8, color=PAPER if claims else "#8a8a8a")
-        level = -0.35
+        bar_level = -0.35
         for clique in _cliques([avg_ranks[m] for m in methods], cd):
             a, b = clique
             axis.plot(
                 [avg_ranks[methods[a]] - 0.03, avg_ranks[methods[b]] + 0.03],
-                [level, level],
+                [bar_level, bar_level],
                 color=clique_colour,
                 lw=3,
                 solid_capstyle="round",
             )
-            level -= 0.25
+            bar_level -= 0.25
     axis.set_axis_off()
     axis.set_title(f"{title} (N = {n_blocks})", fontsize=10)
     if note:
@@ -343,7 +343,7 @@ def deletion_histogram(
         if len(data):
             axis.hist(
                 np.asarray(data, float),
-                bins=bins,
+                bins=bins.tolist(),
                 histtype="step",
                 lw=2,
                 color=color,

@@ -180,8 +180,12 @@ class AtomicFiles:
         self._temps.append((fd, temp, target))
         try:
             # a duplicate descriptor for the stream: `fd` keeps the lock until the rename
-            text = {"encoding": encoding or "utf-8", "newline": ""} if mode == "w" else {}
-            with os.fdopen(os.dup(fd), mode, **text) as handle:
+            stream: IO[Any] = (
+                os.fdopen(os.dup(fd), mode, encoding=encoding or "utf-8", newline="")
+                if mode == "w"
+                else os.fdopen(os.dup(fd), mode)
+            )
+            with stream as handle:
                 yield handle
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -65,7 +65,7 @@ def list_datasets(params: Params) -> str:
     rows = []
     for name, source in sorted(load_registry().items()):
         rows_known = source.expected.rows or (
-            sum(f.rows for f in source.table_files)
+            sum(f.rows or 0 for f in source.table_files)  # every file's rows are known here
             if source.table_files and all(f.rows for f in source.table_files)
             else None
         )

@@ -195,7 +195,7 @@ def _candidates(params_file: str, profile: str, paper: str, dataset: str, model:
     """A measured job's configurations (every fold of a dataset x model has the same ones)."""
     from tabrepro.tuning import job_configs
 
-    return job_configs(_params(params_file, profile), Job(paper, dataset, model, 0), task)
+    return job_configs(_params(params_file, profile), Job(paper, dataset, model, 0), task)  # type: ignore[arg-type]  # called after _params gave Params
 
 
 def _shape_of_run(result: dict[str, Any], facts: dict[str, Any]) -> TableShape:

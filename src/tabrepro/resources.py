@@ -24,7 +24,7 @@ import functools
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -191,7 +191,10 @@ class JobSizer:
         training = self.policy["training"]
         if training["sizing"] == "fixed":
             return _fixed(training["fixed"], default)
-        get = wildcards.get if isinstance(wildcards, Mapping) else functools.partial(getattr, wildcards)
+        # Snakemake's wildcards, or a mapping of them: untyped values
+        get: Callable[[str], Any] = (
+            wildcards.get if isinstance(wildcards, Mapping) else functools.partial(getattr, wildcards)
+        )
         batch = int(get("batch")) if rule == "train_batch" else None
         key = (TRAINING_RULES[rule], get("paper"), get("dataset"), get("model"), batch)
         if self._cache_dir is not None:
@@ -206,7 +209,7 @@ class JobSizer:
         """Every distinct training request of the profile: (kind, paper, dataset, model, batch)."""
         from tabrepro.models.registry import get_model_class
 
-        keys = []
+        keys: list[tuple[str, str, str, str, int | None]] = []
         for paper, dataset, model in dict.fromkeys((j.paper, j.dataset, j.model) for j in self.params.jobs()):
             if get_model_class(model).per_config_jobs:
                 keys += [
@@ -228,6 +231,7 @@ class JobSizer:
         that the sizes depend on (the parameters, tabrepro's sources and package data with the cost
         calibration, the prepared tables' schemas), so a change to any of them misses.
         """
+        assert self._cache_dir is not None  # called only with a cache folder
         path = Path(self._cache_dir) / f"sizes-{sizing_inputs_digest(self.params)}.json"
         try:
             return {k: Request(*v) for k, v in json.loads(path.read_text()).items()}

@@ -46,6 +46,7 @@ from tabrepro.preprocessing import Preprocessor, TargetEncoder
 from tabrepro.provenance import peak_memory_mb, provenance, reset_peak_memory
 from tabrepro.seeding import derive_seed
 from tabrepro.splits import Split, SplitError, fold_path, load_split
+from tabrepro.tasks import Task
 from tabrepro.tuning import job_configs, select_best
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def selection_metric(params: Params, paper: str, task: str) -> str:
 class FoldData:
     """One fold's encoded matrices; every statistic was fitted on the fold's training rows."""
 
-    task: str
+    task: Task
     X: np.ndarray
     y: np.ndarray
     target: TargetEncoder
@@ -113,7 +114,7 @@ def model_outputs(model: TabularModel, task: str, X: np.ndarray) -> np.ndarray:
     return model.predict(X) if task == "regression" else model.predict_proba(X)
 
 
-def outputs_metrics(task: str, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
+def outputs_metrics(task: Task, outputs: np.ndarray, y_encoded: np.ndarray, target: TargetEncoder) -> dict[str, float]:
     """Every metric of `task` for `model_outputs`; regression is scored in the target's units."""
     if task == "regression":
         return compute_metrics(task, target.inverse_transform(y_encoded), y_pred=target.inverse_transform(outputs))
@@ -285,7 +286,7 @@ class ScoredConfigurations:
         except FileNotFoundError:
             return None
         except ValueError as error:  # not JSON, or not UTF-8
-            problem = f"not a saved score ({_one_line(error)})"
+            problem: str | None = f"not a saved score ({_one_line(error)})"
         else:
             problem = _saved_score_problem(saved, index)
         if problem is None:

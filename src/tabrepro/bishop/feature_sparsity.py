@@ -99,7 +99,7 @@ def sparsity_settings(params: Params) -> SparsitySettings | None:
     if entry is None:
         return None
     where = f"{params.source}: {EXPERIMENT}.{params.profile_name}"
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}
+    values: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}  # YAML, unchecked
     settings = SparsitySettings(**values)
     if settings.paper not in params.papers:
         raise SparsityError(f"{where}.paper: unknown paper {settings.paper!r}; known: {params.papers}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, load_params, require_table
 from tabrepro.config import ParamsError
@@ -21,7 +22,10 @@ def cmd_fetch(args: argparse.Namespace) -> None:
     print(f"tabrepro fetch: {source_line(get_source(args.dataset))}", file=sys.stderr)
     try:
         # --refresh: the earlier copy is set aside, and comes back unless the new one verifies.
-        with refreshing(args.dataset, params.raw_dir()) if args.refresh else contextlib.nullcontext([]) as replaced:
+        replacing: contextlib.AbstractContextManager[list[Path]] = (
+            refreshing(args.dataset, params.raw_dir()) if args.refresh else contextlib.nullcontext([])
+        )
+        with replacing as replaced:
             status = fetch_dataset_status(
                 args.dataset,
                 params.raw_dir(),
@@ -50,8 +54,8 @@ def cmd_fetch(args: argparse.Namespace) -> None:
             f"tabrepro fetch: {args.dataset}: unverified (no pinned checksum or OpenML API md5 confirmed its bytes)",
             file=sys.stderr,
         )
-    for path in status.files:
-        print(path)
+    for name in status.files:
+        print(name)
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:

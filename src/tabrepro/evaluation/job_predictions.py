@@ -25,12 +25,14 @@ import io
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import PROBA_SUM_TOLERANCE, compute_metrics
 from tabrepro.io import atomic_write
+from tabrepro.tasks import Task
 
 __all__ = [
     "FORMAT_VERSION",
@@ -56,7 +58,7 @@ class PredictionsFileError(InputError, ValueError):
 class JobPredictions:
     """One job's test rows: ids, labels and each run's outputs (see the module's docstring)."""
 
-    task: str
+    task: Task
     fold: int
     row_id: np.ndarray
     y_true: np.ndarray
@@ -92,12 +94,12 @@ class JobPredictions:
             ("prediction" if self.task == "regression" else "proba"): np.asarray(self.outputs, dtype=np.float32),
         }
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, **arrays)
+        np.savez_compressed(buffer, allow_pickle=False, **arrays)  # no object arrays, as read
         return buffer.getvalue()
 
 
 def job_predictions(
-    task: str, fold: int, row_id: np.ndarray, y_true: np.ndarray, runs: list[np.ndarray]
+    task: Task, fold: int, row_id: np.ndarray, y_true: np.ndarray, runs: list[np.ndarray]
 ) -> JobPredictions:
     """A job's predictions from its runs' outputs (probabilities, or predictions already in the
     target's original units) and the labels its metrics were computed with; checked as read."""
@@ -128,7 +130,7 @@ def read_predictions(path: Path) -> JobPredictions:
     problem = _stored_problem(arrays)
     if problem is None:
         predictions = JobPredictions(
-            str(arrays["task"]),
+            cast(Task, str(arrays["task"])),  # one of TASKS: _stored_problem checked it
             int(arrays["fold"]),
             arrays["row_id"],
             arrays["y_true"],

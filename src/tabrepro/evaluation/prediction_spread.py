@@ -51,9 +51,10 @@ def test_metric_se(path: Path, metric: str, *, seed: int = 0, resamples: int = R
         return None
     predictions = read_predictions(path)
     optional = (metric,) if metric in OPTIONAL_METRICS and predictions.task != "regression" else ()
-    reference = [run.get(metric) for run in predictions.run_metrics(optional=optional)]
-    if any(value is None for value in reference):
+    run_metrics = predictions.run_metrics(optional=optional)
+    if any(metric not in run for run in run_metrics):
         return None
+    reference = [run[metric] for run in run_metrics]
     predictions, strata = _by_stratum(predictions)
     runs = [_RowTerms(predictions, r) for r in range(predictions.n_runs)]
     ones = np.ones((predictions.n_rows, 1))
@@ -76,7 +77,8 @@ def test_metric_se(path: Path, metric: str, *, seed: int = 0, resamples: int = R
     return se, basis
 
 
-test_metric_se.__test__ = False  # a library function, not a test, wherever a test module imports it
+# A library function, not a test, wherever a test module imports it (mypy knows no function attributes).
+test_metric_se.__test__ = False  # type: ignore[attr-defined]
 
 
 def _by_stratum(predictions: JobPredictions) -> tuple[JobPredictions, list[slice]]:

@@ -310,6 +310,7 @@ class TabularModel(ABC):
                 self.fit_info_["constant"] = True
                 self._fitted = True
                 return self
+            assert self._train_classes is not None  # _prepare_classes set it
             y = np.searchsorted(self._train_classes, y)
         with self._arguments_for_fit() as n_threads, threadpool_limits(limits=n_threads):
             self._fit(X, y, X_val, y_val)

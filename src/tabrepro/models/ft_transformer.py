@@ -112,4 +112,7 @@ class FTTransformerModel(TorchModel):
         return x_cont, x_cat
 
     def _parameter_groups(self, network: torch.nn.Module) -> list[dict[str, Any]]:
+        from rtdl_revisiting_models import FTTransformer  # imports torch
+
+        assert isinstance(network, FTTransformer)  # as _network built it
         return network.make_parameter_groups()

@@ -154,7 +154,8 @@ class MLPModel(EstimatorModel):
         params = {k: v for k, v in params.items() if k not in _TRAINING_KEYS}
         if "hidden_layer_sizes" in params:
             sizes = params["hidden_layer_sizes"]
-            params["hidden_layer_sizes"] = (int(sizes),) if np.isscalar(sizes) else tuple(int(s) for s in sizes)
+            # numpy's stubs narrow a scalar to np.generic, which they give no __int__
+            params["hidden_layer_sizes"] = (int(sizes),) if np.isscalar(sizes) else tuple(int(s) for s in sizes)  # type: ignore[arg-type]
         # scikit-learn clips an oversized batch too, but warns on every epoch.
         if isinstance(params.get("batch_size"), (int, np.integer)):
             params["batch_size"] = max(1, min(int(params["batch_size"]), n_train))

@@ -14,12 +14,15 @@ on a GPU.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from tabrepro.models.base import TabularModel
 from tabrepro.models.rules import SEED, Hyperparameters, dataclass_rules
+
+if TYPE_CHECKING:
+    from tabrepro.nn.config import ConfigDictMixin
 
 __all__ = ["PaperNetworkModel"]
 
@@ -30,7 +33,7 @@ class PaperNetworkModel(TabularModel):
 
     accelerator = "gpu"
     per_config_jobs = True
-    config_class: ClassVar[type]  # NPTConfig, BiSHopConfig: a dataclass with from_dict
+    config_class: ClassVar[type[ConfigDictMixin]]  # NPTConfig, BiSHopConfig
     fixed: ClassVar[dict[str, Any]] = {}  # fields a registered variant fixes on top of the configuration
     variant_label: ClassVar[str] = "{name}"  # how a fixed field's owner is named in errors
 

@@ -191,7 +191,7 @@ class TabNetModel(TabularModel):
         batch_size = min(fit["batch_size"], X_train.shape[0])
         virtual = _ghost_batch_size(batch_size, min(fit["virtual_batch_size"], batch_size))
         validated = X_val is not None and y_val is not None
-        X_monitor, y_monitor = (X_val, y_val) if validated else (X_train, y_train)
+        X_monitor, y_monitor = (X_val, y_val) if X_val is not None and y_val is not None else (X_train, y_train)
         self._fallback: np.ndarray | float | None = None
 
         import torch  # lazily: the registry (and every Snakemake start) need not load torch

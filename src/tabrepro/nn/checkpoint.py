@@ -93,7 +93,7 @@ def tensor_digest(*tensors: Tensor | None) -> str:
             continue
         t = tensor.detach().cpu().contiguous()
         digest.update(f"{t.dtype}{tuple(t.shape)};".encode())
-        digest.update(t.numpy().reshape(-1) if t.numel() else b"")  # the bytes, without a copy
+        digest.update(t.numpy().reshape(-1).data if t.numel() else b"")  # the bytes, without a copy
     return digest.hexdigest()
 
 

@@ -7,13 +7,16 @@ from params.yaml. This module imports no torch: the configs are loaded by every 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 __all__ = ["ConfigDictMixin", "check_onednn_setting"]
 
 
 class ConfigDictMixin:
     """to_dict / from_dict / replace for a dataclass config."""
+
+    # set by @dataclass on each config class; declared so that the mixin's methods type-check
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

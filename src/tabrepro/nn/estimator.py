@@ -72,7 +72,7 @@ class TaskEstimator:
         if (X_val is None) != (y_val is None):
             raise ValueError("pass both X_val and y_val, or neither")
         y_train = self._checked_targets(X_train, y_train, "y_train")
-        y_val = None if y_val is None else self._checked_targets(X_val, y_val, "y_val")
+        y_val = None if X_val is None or y_val is None else self._checked_targets(X_val, y_val, "y_val")
         if self.is_classifier:
             observed = np.concatenate([y_train, y_val if y_val is not None else y_train[:0]])
             if self.n_classes is None:

@@ -45,6 +45,8 @@ CAUSE_KINDS = (
     "unknown",
 )
 CELL_FIELDS = ("paper", "table", "dataset", "model", "metric")
+# A `differs` cell: CELL_FIELDS and the audit table's columns as text, `partial` as a bool.
+DifferingCell = dict[str, Any]
 PARTIAL_CAUSE = "partial-record"
 
 
@@ -69,7 +71,7 @@ class CellRule:
     patterns: tuple[tuple[str, str], ...]
     cause: str
 
-    def matches(self, cell: dict[str, str]) -> bool:
+    def matches(self, cell: DifferingCell) -> bool:
         return all(fnmatchcase(cell[field], pattern) for field, pattern in self.patterns)
 
     def describe(self) -> str:
@@ -83,7 +85,7 @@ class Audit:
     causes: dict[str, Cause]
     rules: tuple[CellRule, ...]
 
-    def cause_of(self, cell: dict[str, str]) -> tuple[int, Cause] | None:
+    def cause_of(self, cell: DifferingCell) -> tuple[int, Cause] | None:
         """The first rule matching the cell (its index; -1 for a partial cell) and its cause, or None."""
         if cell["partial"]:
             return -1, self.causes[PARTIAL_CAUSE]
@@ -136,7 +138,7 @@ def load_audit(path: Path = AUDIT_FILE) -> Audit:
     return Audit(causes, tuple(rules))
 
 
-def differing_cells(record_dir: Path) -> list[dict[str, str]]:
+def differing_cells(record_dir: Path) -> list[DifferingCell]:
     """The `differs` cells of a record's scorecard.csv, with the fields the audit reports."""
     path = Path(record_dir) / "results" / "scorecard" / SCORECARD_CSV_FILE
     with path.open(encoding="utf-8", newline="") as handle:

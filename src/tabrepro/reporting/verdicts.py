@@ -146,10 +146,11 @@ class Test:
 def _welch_df(ours: Side, paper: Side) -> float:
     """Welch–Satterthwaite degrees of freedom; infinite when a side's count is unknown."""
     parts = [(s.se**2, s.df) for s in (ours, paper) if s.se]
-    if not parts or any(df is None or df <= 0 for _, df in parts):
+    counted = [(v, df) for v, df in parts if df is not None and df > 0]
+    if not parts or len(counted) < len(parts):
         return math.inf
-    numerator = sum(v for v, _ in parts) ** 2
-    return numerator / sum(v * v / df for v, df in parts)
+    numerator = sum(v for v, _ in counted) ** 2
+    return numerator / sum(v * v / df for v, df in counted)
 
 
 def _statistics(delta: Any, se: Any, df: Any, margin: float, alpha: float) -> dict[str, Any]:

@@ -44,24 +44,24 @@ class BiSHopEstimator(TaskEstimator):
             targets = torch.as_tensor(y.astype(np.int64 if self.is_classifier else np.float32))
         return TabularTensors(torch.as_tensor(x_cat), torch.as_tensor(x_num), targets)
 
-    def _fit(self, train_rows: Rows, val_rows: Rows | None, **options: Any) -> None:
+    def _fit(self, train: Rows, val: Rows | None, **options: Any) -> None:
         """Train on the training rows; the validation rows drive LR reduction, early stopping
         and the choice of the kept epoch."""
         if options:
             raise TypeError(f"BiSHopEstimator.fit got unexpected options {sorted(options)}")
         assert self._layout is not None
-        train = self._tensors(*train_rows)
-        val = self._tensors(*val_rows) if val_rows is not None else None
-        self._val_X = val_rows[0] if val_rows is not None else None
+        train_tensors = self._tensors(*train)
+        val_tensors = self._tensors(*val) if val is not None else None
+        self._val_X = val[0] if val is not None else None
         self.trainer_ = BiSHopTrainer(
             self.config,
             self.task,
             cardinalities=self._layout.category_counts,
-            n_numerical=train.x_num.shape[1],
+            n_numerical=train_tensors.x_num.shape[1],
             n_classes=self.n_classes if self.is_classifier else None,
             checkpoint_dir=self.checkpoint_dir,
         )
-        self.fit_result_ = self.trainer_.fit(train, val)
+        self.fit_result_ = self.trainer_.fit(train_tensors, val_tensors)
 
     def _outputs(self, X: np.ndarray) -> np.ndarray:
         if self.trainer_ is None or self._layout is None:

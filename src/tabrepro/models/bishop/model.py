@@ -106,7 +106,7 @@ class HopfieldLayer(nn.Module):
         beta = config.beta if config.beta is not None else 1.0 / math.sqrt(config.head_dim)
         self.normaliser = AlphaEntmax(config.alpha_init, config.entmax_solver) if self.kind == "gsh" else None
         if self.kind == "hopfield" and config.learn_beta:
-            self.log_beta = nn.Parameter(torch.tensor(math.log(beta)))
+            self.log_beta: nn.Parameter | None = nn.Parameter(torch.tensor(math.log(beta)))
         else:
             self.log_beta = None
             self.beta = beta
@@ -418,6 +418,10 @@ class CategoricalEmbedding(nn.Module):
     feature, the row after its last category, for tabrepro.features.MISSING_CODE (-1).
     """
 
+    # buffers (register_buffer), declared for the type checker
+    cardinalities: Tensor
+    offsets: Tensor
+
     def __init__(self, cardinalities: Sequence[int], embed_dim: int, shared_dim: int):
         super().__init__()
         cards = torch.tensor([int(c) for c in cardinalities], dtype=torch.long)
@@ -444,6 +448,8 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
     (B, n_num) standardised floats (NaN is read as 0, the training mean). Call `fit_encoding`
     on the training rows first (PLE bins).
     """
+
+    onehot_offsets: Tensor  # a buffer, registered with the onehot encoding of categories only
 
     def __init__(self, config: BiSHopConfig, cardinalities: Sequence[int], n_numerical: int, n_outputs: int):
         super().__init__()
@@ -489,9 +495,9 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         width = cfg.decoded_width
         if cfg.decoder:
             n_dec = cfg.n_levels + (1 if cfg.decoder_input_level else 0)
-            self.pos_decoder = nn.Parameter(torch.randn(n, cfg.n_decoder_patches, d))
-            self.decoder = nn.ModuleList([DecoderLevel(cfg, source) for _ in range(n_dec)])
-            self.readout = None
+            self.pos_decoder: nn.Parameter | None = nn.Parameter(torch.randn(n, cfg.n_decoder_patches, d))
+            self.decoder: nn.ModuleList | None = nn.ModuleList([DecoderLevel(cfg, source) for _ in range(n_dec)])
+            self.readout: Linear | None = None
         else:
             self.pos_decoder = None
             self.decoder = None
@@ -554,9 +560,11 @@ class BiSHopNetwork(DropoutGeneratorMixin, nn.Module):
         batch = encoded[0].shape[0]
         if self.decoder is None:
             last = encoded[-1]
+            assert self.readout is not None  # built in place of the decoder
             return self.readout(last.reshape(batch, last.shape[1], -1))
         memories = encoded if self.config.decoder_input_level else encoded[1:]
         shared_first = not self.training or self.config.dropout == 0.0 or self.config.share_decoder_input
+        assert self.pos_decoder is not None  # built with the decoder
         y = self.pos_decoder.unsqueeze(0)  # the same for every row
         total = None
         for level, (layer, memory) in enumerate(zip(self.decoder, memories)):

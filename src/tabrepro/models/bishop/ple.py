@@ -41,6 +41,12 @@ def quantile_edges(x: Tensor, n_bins: int) -> Tensor:
 class PiecewiseLinearEncoding(nn.Module):
     """(batch, features) -> (batch, features, n_bins); `fit` on training rows before use."""
 
+    # buffers (register_buffer), declared for the type checker
+    edges: Tensor
+    fitted: Tensor
+    lower: Tensor
+    upper: Tensor
+
     def __init__(self, n_features: int, n_bins: int):
         super().__init__()
         self.n_features = n_features

@@ -138,7 +138,8 @@ class BiSHopTrainer(ResumableTrainer):
         self.cardinalities = tuple(int(c) for c in cardinalities)
         self.n_numerical = int(n_numerical)
         self.n_classes = n_classes
-        self.n_outputs = n_classes if task == "classification" else 1
+        # n_classes is set for classification (checked above)
+        self.n_outputs: int = n_classes if task == "classification" and n_classes is not None else 1
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         self.device = resolve_device(config.device)
         self.model: BiSHopNetwork | None = None
@@ -263,6 +264,7 @@ class BiSHopTrainer(ResumableTrainer):
         self.model.train()
         with bf16_autocast(self.device, self.config.bf16_autocast):
             outputs = self.model(batch.x_cat, batch.x_num)
+        assert batch.y is not None  # training rows carry targets (_check_data)
         loss = self.loss(outputs, batch.y)
         self.optimizer.zero_grad(set_to_none=True)
         if not bool(torch.isfinite(loss)):
@@ -293,11 +295,12 @@ class BiSHopTrainer(ResumableTrainer):
         if float(coef) >= 1.0:
             self.optimizer.step()
         elif self.optimizer.defaults.get("fused"):
-            self.optimizer.grad_scale = coef.reciprocal()  # read by fused Adam/AdamW's step
+            # read by fused Adam/AdamW's step; torch's stubs do not declare the attribute
+            self.optimizer.grad_scale = coef.reciprocal()  # type: ignore[attr-defined]
             try:
                 self.optimizer.step()
             finally:
-                del self.optimizer.grad_scale
+                del self.optimizer.grad_scale  # type: ignore[attr-defined]
         else:
             torch._foreach_mul_(grads, coef)
             self.optimizer.step()

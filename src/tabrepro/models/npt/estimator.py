@@ -71,7 +71,7 @@ class NPTEstimator(TaskEstimator):
         # rows (see _fit_rows) and the X_test given to fit
         self._counts: dict[int, int] = {}
 
-    def _fit(
+    def _fit(  # type: ignore[override]  # takes only NPT's options; any other is fit's TypeError
         self,
         train: Rows,
         val: Rows | None,
@@ -86,7 +86,11 @@ class NPTEstimator(TaskEstimator):
         train_codes, y_train = _codes(layout, train[0]), train[1]
         val_codes, y_val = (_codes(layout, val[0]), val[1]) if val is not None else (train_codes[:0], y_train[:0])
         test_codes = _codes(layout, X_test) if X_test is not None else train_codes[:0]
-        target = categorical(self.n_classes, "target") if self.is_classifier else continuous("target")
+        if self.is_classifier:
+            assert self.n_classes is not None  # fit inferred it before calling _fit
+            target = categorical(self.n_classes, "target")
+        else:
+            target = continuous("target")
         self._attributes = (*feature_attributes(layout), target)
         self._counts = {TRAIN: len(train_codes), VAL: len(val_codes), TEST: len(test_codes)}
         table = self._table(((train_codes, y_train), (val_codes, y_val), (test_codes, None)))

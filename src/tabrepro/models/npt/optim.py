@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +37,11 @@ class _StepHyper(NamedTuple):
     lr: float
     weight_decay: float
     max_trust: float
+
+
+def _grads(params: list[Tensor]) -> list[Tensor]:
+    """The gradients of `params`: Lamb.step passes on only parameters that have one."""
+    return cast("list[Tensor]", [p.grad for p in params])
 
 
 class Lamb(Optimizer):
@@ -141,7 +146,7 @@ class Lamb(Optimizer):
         self, params: list[Tensor], exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor], hyper: _StepHyper
     ) -> None:
         beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
-        grads = [p.grad for p in params]
+        grads = _grads(params)
         torch._foreach_lerp_(exp_avgs, grads, 1.0 - beta1)
         torch._foreach_mul_(exp_avg_sqs, beta2)
         torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1.0 - beta2)
@@ -166,7 +171,8 @@ class Lamb(Optimizer):
         chunk = self.CHUNK
         small = [i for i, p in enumerate(params) if p.numel() <= chunk]
         if small:
-            self._small_update(*([t[i] for i in small] for t in (params, exp_avgs, exp_avg_sqs)), hyper)
+            small_params, small_avgs, small_avg_sqs = ([t[i] for i in small] for t in (params, exp_avgs, exp_avg_sqs))
+            self._small_update(small_params, small_avgs, small_avg_sqs, hyper)
             large = [i for i in range(len(params)) if params[i].numel() > chunk]
             params, exp_avgs, exp_avg_sqs = ([t[i] for i in large] for t in (params, exp_avgs, exp_avg_sqs))
             if not params:
@@ -184,8 +190,8 @@ class Lamb(Optimizer):
                 out.add_(p, alpha=weight_decay)
             return out
 
-        for p, m_full, v_full in zip(params, exp_avgs, exp_avg_sqs):
-            flat_p, flat_g = p.detach().view(-1), p.grad.reshape(-1)
+        for p, grad, m_full, v_full in zip(params, _grads(params), exp_avgs, exp_avg_sqs):
+            flat_p, flat_g = p.detach().view(-1), grad.reshape(-1)
             flat_m, flat_v = m_full.view(-1), v_full.view(-1)
             n = flat_p.numel()
             update_sq = torch.zeros((), dtype=torch.float64, device=p.device)
@@ -212,7 +218,7 @@ class Lamb(Optimizer):
         result, without ~20 Python-level calls per tensor. NPT's many small tensors (an embedding
         and an output layer per attribute) made those calls a tenth of a small model's step."""
         beta1, beta2, eps, scale, lr, weight_decay, max_trust = hyper
-        grads = [p.grad.reshape(-1) for p in params]
+        grads = [grad.reshape(-1) for grad in _grads(params)]
         flat = [p.detach().view(-1) for p in params]
         ms, vs = [m.view(-1) for m in exp_avgs], [v.view(-1) for v in exp_avg_sqs]
         torch._foreach_lerp_(ms, grads, 1.0 - beta1)

@@ -364,6 +364,7 @@ class NPTTrainer(ResumableTrainer):
         diverged before any); persist the final state and the best weights."""
         self._select_weights()  # the model now holds the selected weights
         if self.checkpoint_dir is not None:
+            assert self.model is not None  # fit built it
             save_state_dict(self.model, self.checkpoint_dir / BEST_WEIGHTS_FILE)
 
     # ------------------------------------------------------------------ checkpoints

@@ -17,7 +17,7 @@ puts on its 10 % nearest rows.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -35,8 +35,9 @@ def block_attention_weights(block: AttentionBlock, h: Tensor) -> Tensor:
     """(B, heads, L, L) attention weights of `block` for its input h (B, L, width)."""
     if not block.attend:
         raise ValueError("this block has no attention (ablation 'rowwise')")
-    if hasattr(block, "attention_weights"):  # the model's own hook, once it exists
-        return block.attention_weights(h)
+    own_weights = getattr(block, "attention_weights", None)  # the model's own hook, once it exists
+    if own_weights is not None:
+        return own_weights(h)
     batch, length, width = h.shape
     normed = block.ln_attention(h)
     weight, bias = block.qkv.weight, block.qkv.bias
@@ -65,7 +66,8 @@ def abd_attention(model: NPTNetwork, values: Tensor, mask: Tensor) -> list[np.nd
     finally:
         for hook in hooks:
             hook.remove()
-    blocks = [b for kind, b in zip(model.block_kinds, model.blocks) if kind == "abd" and b.attend]
+    # NPTNetwork.blocks holds AttentionBlocks only
+    blocks = [cast(AttentionBlock, b) for kind, b in zip(model.block_kinds, model.blocks) if kind == "abd" and b.attend]
     return [block_attention_weights(block, h)[0].float().cpu().numpy() for block, h in zip(blocks, captured)]
 
 

@@ -28,7 +28,7 @@ from tabrepro.models.npt.masking import TEST, TRAIN, VAL, NPTTable, batch_plan
 from tabrepro.models.npt.model import NPTNetwork
 from tabrepro.nn.session import resolve_device
 from tabrepro.npt.analysis.settings import AnalysisError
-from tabrepro.tasks import TASKS
+from tabrepro.tasks import TASKS, Task
 
 __all__ = [
     "NPTContext",
@@ -58,7 +58,7 @@ class NPTContext:
     model: NPTNetwork
     table: NPTTable
     batches: list[Tensor]
-    task: str
+    task: Task
     labels: np.ndarray
     features: np.ndarray
     n_classes: int | None = None

@@ -54,11 +54,12 @@ def plan_fold_jobs(params: Any, settings: AnalysisSettings | None = None) -> lis
     if NPT_MODEL not in params.selected_models(paper):
         return []
     selected = params.selected_datasets(paper)
-    datasets = selected if settings.datasets == "all" else [d for d in settings.datasets if d in selected]
+    # a str is "all" (the settings' check refuses any other)
+    datasets = selected if isinstance(settings.datasets, str) else [d for d in settings.datasets if d in selected]
     jobs: list[tuple[str, str, int]] = []
     for dataset in datasets:
         folds = params.folds(paper, dataset)
-        chosen = folds if settings.folds == "all" else [f for f in settings.folds if f in folds]
+        chosen = folds if isinstance(settings.folds, str) else [f for f in settings.folds if f in folds]
         for experiment in settings.experiments:
             if experiment in FOLD_EXPERIMENTS:
                 jobs.extend((experiment, dataset, fold) for fold in chosen)

@@ -78,6 +78,7 @@ def run_experiment(
         if experiment == "lookup":
             payload = _run_lookup(params, paper, dataset, settings, seed, out_dir)
         else:
+            assert fold is not None  # a fold experiment: checked above
             context = load_fold_context(
                 params,
                 paper,

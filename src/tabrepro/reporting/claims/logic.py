@@ -167,7 +167,7 @@ def margin_outcome(
     if method in means and len(means) > 1:
         rival = max((m for m in means if m != method), key=means.__getitem__)
         numbers += f"; on the mean over datasets {means[method] - means[rival]:+.2f} over {rival}"
-    breaks = ()
+    breaks: tuple[str, ...] = ()
     if not holds:
         need = "on most datasets" if most else "on every dataset"
         shown = ", ".join(f"{d} {a:+.2f} < {margins[d]:g}" for d, (a, _) in short.items())

@@ -54,6 +54,13 @@ def _se(grid: Grid, dataset: str, method: str) -> float | None:
     return float(se) if se is not None and math.isfinite(se) and se > 0 else None
 
 
+def _chosen_se(grid: Grid, dataset: str, method: str) -> float:
+    """`_se` of a cell whose dataset was kept for having one (see ours_check)."""
+    se = _se(grid, dataset, method)
+    assert se is not None
+    return se
+
+
 def _redraws(grid: Grid, datasets: Sequence[str], seed: int) -> tuple[list[str], np.ndarray]:
     """Every method present on the datasets, and REDRAWS draws of each cell's goodness from
     Normal(mean, SE): an array (redraw, dataset, method), NaN where a method has no cell."""
@@ -207,7 +214,7 @@ def _z_advantages(
     z = []
     for d in datasets:
         a, rival = adv[d]
-        se = math.hypot(_se(grid, d, method), _se(grid, d, rival))
+        se = math.hypot(_chosen_se(grid, d, method), _chosen_se(grid, d, rival))
         z.append((a - margins[d]) / se)
     return z, adv
 
@@ -252,8 +259,7 @@ def _ablation(
     over the ablations); a claim naming the `largest` drops is judged on those alone, by redraws."""
     largest = list(claim.spec.get("largest") or ())
     if largest:
-        share = _largest_share(grid, {d: {m: grid[d][m] for m in [method, *compared]} for d in datasets}, method,
-                               largest, seed)  # fmt: skip
+        share = _largest_share(grid, datasets, method, largest, seed)
         values, metrics = _values(grid, datasets)
         drops = _drops(values, metrics, datasets, method, compared)
         shown = ", ".join(f"{a} {d:+.3g}" for a, d in sorted(drops.items(), key=lambda kv: -kv[1]))

@@ -75,6 +75,7 @@ def _printed_ranks(params: Any, claim: Claim) -> tuple[dict[str, float], str] | 
 
 
 def _rank(params: Any, claim: Claim, grid: Grid) -> PrintedCheck:
+    assert claim.method is not None  # the schema requires it of every kind but unprinted
     values, metrics = _values(grid)
     ahead = list(claim.spec.get("ahead") or ())
     ties = list(claim.spec.get("ties") or ())

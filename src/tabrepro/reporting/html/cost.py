@@ -32,12 +32,9 @@ def cost_block(
         groups.setdefault((result["dataset"], result["model"]), []).append(result)
     rows, chart = [], []
     for (dataset, model), members in sorted(groups.items()):
-        wall = [as_float(r.get("wall_time_s")) for r in members]
-        wall = [w for w in wall if w is not None]
-        memory = [as_float(r.get("peak_memory_mb")) for r in members]
-        memory = [m for m in memory if m is not None]
-        gpu = [as_float(r.get("peak_gpu_memory_mb")) for r in members]
-        gpu = [g for g in gpu if g is not None]
+        wall = _numbers(members, "wall_time_s")
+        memory = _numbers(members, "peak_memory_mb")
+        gpu = _numbers(members, "peak_gpu_memory_mb")
         variants = _variant_wall_time(params, paper, dataset, model)
         label = labels.get(model, model)
         rows.append(
@@ -84,6 +81,12 @@ def cost_block(
     name = f"{slug(paper)}_cost.png"
     figures.cost_chart(chart, page.out_dir / name, f"{paper}: compute cost per model and dataset")
     page.figure(name, "Mean wall time per fold (log scale) and peak memory.")
+
+
+def _numbers(results: list[dict[str, Any]], key: str) -> list[float]:
+    """The results' values of `key` that are numbers (as_float), in order."""
+    values = [as_float(result.get(key)) for result in results]
+    return [value for value in values if value is not None]
 
 
 def _variant_wall_time(params: Any, paper: str, dataset: str, model: str) -> float:

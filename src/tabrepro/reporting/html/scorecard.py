@@ -40,8 +40,8 @@ def scorecard_section(page: Page, params: Any) -> None:
     page.note(_scorecard_file_state(params, summary(card)))
     page.add(table_html(["Paper", "Table", "numbers", *scm.TALLY_VERDICTS, "cells"], scm.count_rows(card), 3))
     for paper, items in card.unobtainable.items():
-        for dataset, error in items.items():
-            page.add(f'<p class="warning">{esc(paper)}/{esc(dataset)}: data not obtainable: {esc(error)}</p>')
+        for dataset, problem in items.items():
+            page.add(f'<p class="warning">{esc(paper)}/{esc(dataset)}: data not obtainable: {esc(problem)}</p>')
     judged = [c for c in card.cells if c.verdict_class != NOT_RUN]
     page.add(f'<h3 id="scorecard-judged">Judged cells ({len(judged)})</h3>')
     page.add(_scorecard_table(judged) if judged else '<p class="empty">None.</p>')

@@ -198,6 +198,7 @@ def _dataset_cell(
         return draft
     folds = ctx.by_job.get((dataset, model), {}) if model is not None else {}
     if expected and reason is None:
+        assert model is not None  # expected only of a model's cell
         runs = ctx.runs(dataset, model)
         partial = partial_note(runs)
         notes += [partial] if partial else []
