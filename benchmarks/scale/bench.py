@@ -50,11 +50,11 @@ from typing import Any
 
 import yaml
 
-from benchmarks.paths import pythonpath
+from benchmarks.paths import REPO_ROOT, pythonpath
 from benchmarks.scale import carry
 from benchmarks.scale.measure import Progress, StageResult, run_measured
 from benchmarks.scale.standins import MIN_ROWS, STANDIN_DATASETS
-from tabrepro.config import REPO_ROOT, Job, Params
+from tabrepro.config import Job, Params
 from tabrepro.data.registry import get_source
 from tabrepro.data.standin import ALLOW_ENV, read_marker
 from tabrepro.errors import InputError
