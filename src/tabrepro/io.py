@@ -267,3 +267,16 @@ def write_json(
         payload, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii, allow_nan=allow_nan, default=default
     )
     atomic_write(path, text + "\n")
+
+
+def recorded_path(path: Path | str, data_dir: Path | str) -> str:
+    """A data file's path as a result or fetch record names it: as the run names it when
+    relative; when absolute, relative to the data directory's parent (`data/raw/...`,
+    `data/splits/...`), so that a record names no place on the machine that wrote it."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    try:
+        return str(path.relative_to(Path(data_dir).absolute().parent))
+    except ValueError:
+        return path.name

@@ -30,7 +30,7 @@ from tabrepro.errors import InputError
 from tabrepro.evaluation.job_predictions import JobPredictions, job_predictions, read_predictions, write_predictions
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
-from tabrepro.io import atomic_write, remove_stale_temps, set_aside, write_json
+from tabrepro.io import atomic_write, recorded_path, remove_stale_temps, set_aside, write_json
 from tabrepro.layout import (
     FINISHED_FILE,
     FINISHED_PREDICTIONS_FILE,
@@ -210,7 +210,7 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
         "split": {
             "protocol": params.dataset_entry(job.paper, job.dataset)["protocol"],
             "sha256": data.split.sha256,
-            "file": _recorded_path(data.split_file, params.data_dir),
+            "file": recorded_path(data.split_file, params.data_dir),
             **{f"n_{k}": v for k, v in data.split.counts().items()},
             **_test_class_counts(data),
         },
@@ -220,19 +220,6 @@ def _record(params: Params, job: Job, data: FoldData, started: float, n_jobs: in
         "peak_memory_mb": round(peak_memory_mb(), 1),
         "provenance": provenance(threads=n_jobs),
     }
-
-
-def _recorded_path(path: Path, data_dir: Path) -> str:
-    """A data file's path as a result records it: as the run names it when relative; when
-    absolute, relative to the data directory's parent (`data/splits/...`), so that a result names
-    no place on the machine that wrote it."""
-    path = Path(path)
-    if not path.is_absolute():
-        return str(path)
-    try:
-        return str(path.relative_to(Path(data_dir).absolute().parent))
-    except ValueError:
-        return path.name
 
 
 def _test_class_counts(data: FoldData) -> dict:

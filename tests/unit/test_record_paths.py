@@ -47,7 +47,8 @@ def test_writers_record_no_local_path(tmp_path):
     """The authors' code is described by URL (or a directory's name) and commit, a result's split
     file relative to its data directory's parent, whatever absolute paths the run used."""
     from benchmarks.versus.authors import AuthorsCode, public_source
-    from tabrepro.training import _recorded_path
+    from tabrepro.data.availability import FetchStatus, read_fetch_status, write_fetch_status
+    from tabrepro.io import recorded_path
 
     plain = tmp_path / "authors-npt"
     plain.mkdir()
@@ -56,8 +57,12 @@ def test_writers_record_no_local_path(tmp_path):
     url = "https://github.com/OATML/non-parametric-transformers"
     assert public_source(url, plain) == url
     data = tmp_path / "data"
-    assert _recorded_path(data / "splits" / "npt" / "fold0.npy", data) == "data/splits/npt/fold0.npy"
-    assert _recorded_path(Path("data/splits/npt/fold0.npy"), Path("data")) == "data/splits/npt/fold0.npy"
+    assert recorded_path(data / "splits" / "npt" / "fold0.npy", data) == "data/splits/npt/fold0.npy"
+    assert recorded_path(Path("data/splits/npt/fold0.npy"), Path("data")) == "data/splits/npt/fold0.npy"
+    # a fetch record names its files from the data directory's parent too
+    raw = data / "raw"
+    write_fetch_status(raw, FetchStatus("spambase", ok=True, files=[str(raw / "spambase" / "spambase.data")]))
+    assert read_fetch_status(raw, "spambase").files == ["data/raw/spambase/spambase.data"]
 
 
 def local_paths_in(value: dict) -> list[str]:

@@ -13,10 +13,10 @@ checksum pins (trusted on first use) and for an OpenML fetch that had only the m
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from tabrepro.io import write_json
+from tabrepro.io import recorded_path, write_json
 from tabrepro.layout import FETCH_STATUS_FILE
 
 
@@ -36,10 +36,13 @@ def status_path(raw_dir: Path, source: str) -> Path:
 
 
 def write_fetch_status(raw_dir: Path, status: FetchStatus) -> Path:
-    """Write the status atomically (a crash never leaves half a file) and return its path."""
+    """Write the status atomically (a crash never leaves half a file) and return its path. Files
+    are named from the data directory's parent (raw_dir is <data>/raw), as results name splits:
+    the record names no place on the machine that fetched them."""
     path = status_path(raw_dir, status.source)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, asdict(status), sort_keys=False)
+    named = replace(status, files=[recorded_path(name, Path(raw_dir).parent) for name in status.files])
+    write_json(path, asdict(named), sort_keys=False)
     return path
 
 
