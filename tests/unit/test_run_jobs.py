@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_DATASETS, load_script, tiny_profile, write_params
+from tabrepro.reporting.records import write_manifest
 
 NPT = {"params": {"max_steps": 2, "embed_dim": 16, "n_layers": 2, "checkpoint_every_steps": 1}}
 
@@ -75,7 +76,9 @@ def test_a_restored_record_is_not_retrained_and_parallel_jobs_match_one_at_a_tim
     alone = tmp_path / "alone"
     assert run_in(alone) == 0
     job = Path("results") / "npt" / "breast_cancer" / "knn" / "fold0"
-    shutil.copytree(alone / job, tmp_path / "records" / "runs" / "saved" / job)  # as `tabrepro record` lays it out
+    saved = tmp_path / "records" / "runs" / "saved"
+    shutil.copytree(alone / job, saved / job)  # as `tabrepro record` lays it out
+    write_manifest(saved)  # and seals it: a record without its manifest is refused
     capsys.readouterr()
 
     monkeypatch.chdir(tmp_path)  # `record --restore` reads records/runs beside the README
