@@ -22,9 +22,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from tabrepro.data.registry import load_registry
 from tabrepro.errors import InputError
 from tabrepro.evaluation.metrics import HIGHER_IS_BETTER
 from tabrepro.layout import RunLayout
+from tabrepro.models.hyperparameters import check_params
+from tabrepro.models.registry import MODEL_NAMES, get_model_class
 from tabrepro.tasks import task_family
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "params.schema.yaml"  # package data
@@ -216,8 +219,6 @@ class Params:
         raise ParamsError(f"{self.source}: at {where}: {message}")
 
     def _check_references(self) -> None:
-        from tabrepro.data.registry import load_registry
-        from tabrepro.models.registry import MODEL_NAMES
 
         raw = self.raw
         if raw["profile"] not in raw["profiles"]:
@@ -368,7 +369,6 @@ class Params:
         """`configs_per_job` may name only models that train one job per configuration, and
         `folds_in_one_job` only models that tune inside one job (elsewhere either would be
         silently ignored)."""
-        from tabrepro.models.registry import MODEL_NAMES, get_model_class
 
         places = {"resources.training": self.raw["resources"]["training"]}
         for profile, pcfg in self.raw["profiles"].items():
@@ -406,8 +406,6 @@ class Params:
         tasks of the datasets whose search space resolves to this entry (or, for an override, that
         the profile runs the model on); an entry no dataset uses must suit some task.
         """
-        from tabrepro.models.hyperparameters import check_params
-        from tabrepro.models.registry import MODEL_NAMES
 
         raw = self.raw
         spaces = raw["search_spaces"]
@@ -466,7 +464,7 @@ class Params:
 
     def _printed_labels(self, paper: str, cfg: Mapping[str, Any], table: str) -> set[str]:
         """The method labels the paper's reference numbers print for one of its tables."""
-        from tabrepro.reference import reference_methods, reference_table_id
+        from tabrepro.reference import reference_methods, reference_table_id  # deferred: loads pandas
 
         tcfg = cfg["tables"][table]
         metric = tcfg.get("metric")

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from tabrepro.models.registry import get_model_class
+
 __all__ = [
     "Calibration",
     "CostModel",
@@ -94,7 +96,6 @@ GPU_FAMILIES = ("tabnet", "torch_mlp", "npt", "bishop")
 def family_of(model: str) -> str:
     """A registered model's cost family: its class's `cost_family`, which a registered variant
     inherits from its base (BiSHop's ablations cost what BiSHop costs, NPT-ISAB what NPT costs)."""
-    from tabrepro.models.registry import get_model_class
 
     model_class = get_model_class(model)
     family = getattr(model_class, "cost_family", None)
@@ -504,7 +505,7 @@ def _fit_log(
     weights the measurements leave free (a term no measured job exercises keeps its prior).
     Targets marked `at_least` are lower bounds (a job stopped at its time limit had reached that
     peak): only an estimate below them counts as an error."""
-    from scipy.optimize import least_squares
+    from scipy.optimize import least_squares  # deferred: loads scipy
 
     used = rows.sum(axis=0) > 0
     log_prior = np.log(prior)

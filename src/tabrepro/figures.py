@@ -186,7 +186,7 @@ def critical_difference(n_methods: int, n_blocks: int, alpha: float = 0.05) -> f
     if alpha == 0.05 and n_methods in _Q05:
         q = _Q05[n_methods]
     else:
-        from scipy.stats import studentized_range
+        from scipy.stats import studentized_range  # deferred: loads scipy
 
         q = float(studentized_range.ppf(1 - alpha, n_methods, 1e6)) / math.sqrt(2)
     return q * math.sqrt(n_methods * (n_methods + 1) / (6.0 * n_blocks))

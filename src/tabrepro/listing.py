@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from tabrepro.config import Params
+from tabrepro.data.availability import read_fetch_status
+from tabrepro.data.registry import get_source, load_registry
+from tabrepro.models.registry import MODEL_REGISTRY, get_model_class
 
 __all__ = ["format_table", "list_datasets", "list_models", "list_profiles"]
 
@@ -35,9 +38,7 @@ def _papers_using(params: Params) -> dict[str, list[str]]:
 
 def _availability(params: Params, name: str) -> str:
     """Where the data comes from, and whether this checkout has it already."""
-    from tabrepro.data.availability import read_fetch_status
-    from tabrepro.data.parse import required_raw_files
-    from tabrepro.data.registry import get_source
+    from tabrepro.data.parse import required_raw_files  # deferred: loads pandas
 
     source = get_source(name)
     status = read_fetch_status(params.raw_dir(), name)
@@ -59,7 +60,6 @@ def _availability(params: Params, name: str) -> str:
 
 
 def list_datasets(params: Params) -> str:
-    from tabrepro.data.registry import load_registry
 
     using = _papers_using(params)
     rows = []
@@ -82,7 +82,6 @@ def list_datasets(params: Params) -> str:
 
 
 def list_models(params: Params) -> str:
-    from tabrepro.models.registry import MODEL_REGISTRY
 
     rows = []
     for name, model_class in MODEL_REGISTRY.items():
@@ -108,6 +107,5 @@ def list_profiles(params: Params) -> str:
 
 
 def _per_config(model: str) -> bool:
-    from tabrepro.models.registry import get_model_class
 
     return get_model_class(model).per_config_jobs

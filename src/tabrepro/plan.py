@@ -47,7 +47,10 @@ from tabrepro.costmodel import (
     family_of,
     job_terms,
 )
+from tabrepro.data.registry import get_source, load_registry
 from tabrepro.errors import InputError
+from tabrepro.io import atomic_write, write_json
+from tabrepro.models.registry import get_model_class
 from tabrepro.plan_inputs import (
     CALIBRATION_FILE,
     DatasetFacts,
@@ -56,6 +59,8 @@ from tabrepro.plan_inputs import (
     load_measured,
     read_calibration,
 )
+from tabrepro.readme_blocks import replace_block
+from tabrepro.resource_policy import config_batches, fold_groups, policy
 
 DEFAULT_GPU = GpuAssumptions()  # frozen: safe to share as a default
 
@@ -113,8 +118,7 @@ class Planner:
         """The candidate configurations (shared by all folds of a dataset x model)."""
         key = (paper, dataset, model)
         if key not in self._configs:
-            from tabrepro.data.registry import get_source
-            from tabrepro.tuning import job_configs
+            from tabrepro.tuning import job_configs  # deferred: loads scipy
 
             task = get_source(self.params.source_of(paper, dataset)).task
             self._configs[key] = job_configs(self.params, Job(paper, dataset, model, 0), task)
@@ -143,7 +147,6 @@ class Planner:
 
     def job_kinds(self, job: Job) -> list[tuple[str, int | None]]:
         """The workflow jobs behind one fold-level job: (kind, config) pairs."""
-        from tabrepro.models.registry import get_model_class
 
         if not get_model_class(job.model).per_config_jobs:
             return [("train", None)]
@@ -154,8 +157,6 @@ class Planner:
         """How many workflow jobs one fold-level job takes: 1 (train), or its train_batch jobs
         (`configs_per_job` configurations each) plus the selection. (The folds of a train_folds
         job share one: see `rows`.)"""
-        from tabrepro.models.registry import get_model_class
-        from tabrepro.resource_policy import config_batches, policy
 
         if not get_model_class(job.model).per_config_jobs:
             return 1
@@ -163,7 +164,6 @@ class Planner:
 
     def rows(self) -> list[PlanRow]:
         """One row per paper x dataset x model of the profile (folds of one row cost the same)."""
-        from tabrepro.resource_policy import fold_groups, policy
 
         groups: dict[tuple[str, str, str], list[Job]] = {}
         for job in self.params.jobs():
@@ -289,7 +289,6 @@ def memory_over_cap(rows: list[PlanRow], params: Params) -> str:
     """A line naming the rows whose estimated peak exceeds the most memory a job may ask for
     (`resources.training.max_mem_mb`): the workflow asks for the cap, so their largest
     configurations would not fit the node; empty when there are none."""
-    from tabrepro.resource_policy import policy
 
     cap = policy(params)["training"]["max_mem_mb"]
     over = [r for r in rows if r.peak_mb > cap]
@@ -488,9 +487,6 @@ def run_plan(
     facts = shipped_facts([params.data_dir, *data_dirs])
     bench = list(bench_files or [])
     if write_facts:
-        from tabrepro.data.registry import load_registry
-        from tabrepro.io import write_json
-
         snapshot = facts_snapshot(facts, load_registry(), bench)
         write_json(write_facts, snapshot, indent=1)
         return f"{write_facts}: {len(snapshot['datasets'])} dataset shapes"
@@ -499,6 +495,7 @@ def run_plan(
         return compare(measured, gpu)
     model = CostModel(calibrate(measured, gpu), gpu)
     if to_decide is not None:
+        # deferred: loads pandas
         from tabrepro.plan_decide import decision_costs, format_decision_costs, one_run_hours, read_scorecard
 
         rows = Planner(params, model, facts).rows()
@@ -553,7 +550,6 @@ def write_calibration(
 ) -> bool:
     """Rewrite (or with `check`, only compare) the calibration file from a records directory;
     False when the file on disk differs from what the records give."""
-    from tabrepro.io import atomic_write
 
     payload = (json.dumps(build_calibration(records_dir, params_file), indent=1) + "\n").encode()
     if check:
@@ -564,7 +560,6 @@ def write_calibration(
 
 def update_readme(readme: Path, *, check: bool = False, params_file: Path = DEFAULT_PARAMS_FILE) -> bool:
     """Rewrite (or with `check`, only compare) a page's plan block; False when it is stale."""
-    from tabrepro.readme_blocks import replace_block
 
     return replace_block(readme, readme_block(params_file), README_BEGIN, README_END, check=check)
 

@@ -31,6 +31,7 @@ from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
 from tabrepro.layout import RunLayout
+from tabrepro.models.registry import get_model_class
 from tabrepro.provenance import hardware_key
 
 __all__ = [
@@ -193,7 +194,7 @@ def _params(params_file: str, profile: str) -> Params | None:
 @functools.cache
 def _candidates(params_file: str, profile: str, paper: str, dataset: str, model: str, task: str) -> list[dict]:
     """A measured job's configurations (every fold of a dataset x model has the same ones)."""
-    from tabrepro.tuning import job_configs
+    from tabrepro.tuning import job_configs  # deferred: loads scipy
 
     return job_configs(_params(params_file, profile), Job(paper, dataset, model, 0), task)  # type: ignore[arg-type]  # called after _params gave Params
 
@@ -231,7 +232,6 @@ def _from_metrics(path: Path, params_file: Path, facts: DatasetFacts, origin: st
     repeats = params.repeats(job.paper, job.dataset, job.model)
     label = f"{job.paper}/{job.dataset}/{job.model}/fold{job.fold}"
     family = family_of(job.model)
-    from tabrepro.models.registry import get_model_class
 
     gpu = _used_a_gpu(result)
     cpu = hardware_key(result.get("provenance"))

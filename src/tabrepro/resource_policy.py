@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tabrepro.config import Job
+from tabrepro.models.registry import get_model_class
 
 if TYPE_CHECKING:
     from tabrepro.config import Params
@@ -64,7 +65,6 @@ def fold_groups(params: Params, policy_: Mapping[str, Any], jobs: list[Job] | No
     A fold's result does not depend on the job it runs in: the same seeds, data and threads.
     What grouping saves is a process start with its imports (~2 s) and a scheduler job per fold.
     """
-    from tabrepro.models.registry import get_model_class
 
     together = policy_["training"].get("folds_in_one_job") or []
     folds: dict[tuple[str, str], dict[int, None]] = {}

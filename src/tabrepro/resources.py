@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 from tabrepro.config import Job
 from tabrepro.io import write_json
+from tabrepro.models.registry import get_model_class
+from tabrepro.plan import default_planner
 from tabrepro.resource_policy import FoldGroup, config_batches, fold_groups, policy
 
 if TYPE_CHECKING:
@@ -166,8 +168,6 @@ class JobSizer:
     @property
     def planner(self) -> Planner:
         if self._planner is None:
-            from tabrepro.plan import default_planner
-
             self._planner = default_planner(self.params)
         return self._planner
 
@@ -207,7 +207,6 @@ class JobSizer:
 
     def training_keys(self) -> list[tuple[str, str, str, str, int | None]]:
         """Every distinct training request of the profile: (kind, paper, dataset, model, batch)."""
-        from tabrepro.models.registry import get_model_class
 
         keys: list[tuple[str, str, str, str, int | None]] = []
         for paper, dataset, model in dict.fromkeys((j.paper, j.dataset, j.model) for j in self.params.jobs()):

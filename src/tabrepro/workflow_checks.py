@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
+from tabrepro.npt.analysis.jobs import active_settings, plan_fold_jobs
+from tabrepro.resource_policy import fold_groups, policy
+
 
 def check_workflow_settings(params: Any) -> None:
     """Raise the InputError (one line naming the key) that the workflow's load would raise on
     `params` (a tabrepro.config.Params); workflow/rules/common.smk runs the same calls."""
-    from tabrepro.bishop.feature_sparsity import plan_jobs, sparsity_settings
-    from tabrepro.npt.analysis.jobs import active_settings, plan_fold_jobs
-    from tabrepro.resource_policy import fold_groups, policy
 
     resource_policy = policy(params)
     fold_groups(params, resource_policy)

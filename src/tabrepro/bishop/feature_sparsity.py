@@ -36,9 +36,12 @@ import numpy as np
 from tqdm import tqdm
 
 from tabrepro.config import Job, Params
+from tabrepro.data.availability import unobtainable_datasets
 from tabrepro.errors import InputError
 from tabrepro.features import FeatureLayout
 from tabrepro.io import atomic_write, write_json
+from tabrepro.models.registry import get_model_class
+from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
 
 __all__ = [
@@ -177,7 +180,7 @@ def attribute_importance(
 
     Fitted on the rows given, which the caller keeps to the fold's training rows.
     """
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # deferred: loads sklearn
 
     kind = RandomForestRegressor if task == "regression" else RandomForestClassifier
     forest = kind(n_estimators=n_trees, random_state=seed, n_jobs=n_jobs).fit(X_train, y_train)
@@ -228,9 +231,7 @@ def run_curve(
     Points are written to `<out>.partial.json` as they finish, so a killed job resumes where it
     stopped (only while its settings and the main run's selected configuration are unchanged).
     """
-    from tabrepro.models.registry import get_model_class
-    from tabrepro.provenance import peak_memory_mb, provenance
-    from tabrepro.training import load_fold, model_outputs, outputs_metrics
+    from tabrepro.training import load_fold, model_outputs, outputs_metrics  # deferred: loads pandas, scipy, sklearn
 
     settings = sparsity_settings(params)
     if settings is None:
@@ -357,9 +358,9 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
     Writes curves.csv (model, order, fraction, mean metric, SE over datasets, n datasets),
     curves.png (one panel per order) and summary.json; returns their paths.
     """
-    import pandas as pd
+    import pandas as pd  # deferred: loads pandas
 
-    from tabrepro import figures
+    from tabrepro import figures  # deferred: loads matplotlib
 
     settings = sparsity_settings(params)
     if settings is None:
@@ -370,7 +371,6 @@ def plot_curves(params: Params, paper: str | None = None) -> dict[str, Path]:
             f"profile {params.profile_name!r} draws the feature-sparsity curves for paper "
             f"{settings.paper!r}, not {paper!r}"
         )
-    from tabrepro.data.availability import unobtainable_datasets
 
     unobtainable = unobtainable_datasets(params, paper)  # a partial run averages what it could get
     rows = []

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.errors import InputError
+from tabrepro.models.registry import get_model_class
 
 # `add(name, func, help_text)`: registers one subcommand and returns its parser (see build_parser).
 AddCommand = Callable[[str, Callable[[argparse.Namespace], None], str], argparse.ArgumentParser]
@@ -51,7 +52,6 @@ def job_of(params: Params, args: argparse.Namespace) -> Job:
 
 def per_config(model: str) -> bool:
     """Does the model train one job per configuration (NPT, BiSHop) rather than tune in one?"""
-    from tabrepro.models.registry import get_model_class
 
     return get_model_class(model).per_config_jobs
 

@@ -8,14 +8,17 @@ import contextlib
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from tabrepro.cli.common import AddCommand, load_params, require_table
 from tabrepro.config import ParamsError
+from tabrepro.data.availability import FetchStatus, read_fetch_status, write_fetch_status
+from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, refreshing
+from tabrepro.data.registry import get_source, source_line
+from tabrepro.seeding import derive_seed
 
 
 def cmd_fetch(args: argparse.Namespace) -> None:
-    from tabrepro.data.availability import FetchStatus, write_fetch_status
-    from tabrepro.data.fetch import DEFAULT_DEADLINE_SECONDS, FetchError, fetch_dataset_status, refreshing
-    from tabrepro.data.registry import get_source, source_line
 
     params = load_params(args)
     fetch = params.raw["fetch"]
@@ -59,10 +62,8 @@ def cmd_fetch(args: argparse.Namespace) -> None:
 
 
 def cmd_prepare(args: argparse.Namespace) -> None:
-    from tabrepro.data.availability import read_fetch_status
-    from tabrepro.data.parse import load_or_build_table
-    from tabrepro.data.registry import get_source
-    from tabrepro.data.table import save_table
+    from tabrepro.data.parse import load_or_build_table  # deferred: loads pandas
+    from tabrepro.data.table import save_table  # deferred: loads pandas
 
     params = load_params(args)
     get_source(args.dataset)  # a clear error for an unknown name before touching the disk
@@ -80,11 +81,9 @@ def cmd_prepare(args: argparse.Namespace) -> None:
 
 
 def cmd_split(args: argparse.Namespace) -> None:
-    import numpy as np
 
-    from tabrepro.data.table import load_table
-    from tabrepro.seeding import derive_seed
-    from tabrepro.splits import make_all_splits, save_splits
+    from tabrepro.data.table import load_table  # deferred: loads pandas
+    from tabrepro.splits import make_all_splits, save_splits  # deferred: loads pandas, sklearn
 
     params = load_params(args)
     entry = params.dataset_entry(args.paper, args.dataset)

@@ -4,15 +4,19 @@ what there is to run and what a job will run."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, job_of, load_params
 from tabrepro.config import ParamsError
+from tabrepro.data.availability import unobtainable_datasets
+from tabrepro.data.registry import get_source
+from tabrepro.listing import list_datasets, list_models, list_profiles
+from tabrepro.workflow_checks import check_workflow_settings
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
-    from tabrepro.workflow_checks import check_workflow_settings
 
     params = load_params(args)
     check_workflow_settings(params)
@@ -24,7 +28,6 @@ def cmd_validate(args: argparse.Namespace) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> None:
-    from tabrepro.listing import list_datasets, list_models, list_profiles
 
     params = load_params(args)
     lister = {"datasets": list_datasets, "models": list_models, "profiles": list_profiles}[args.what]
@@ -32,7 +35,6 @@ def cmd_list(args: argparse.Namespace) -> None:
 
 
 def cmd_jobs(args: argparse.Namespace) -> None:
-    from tabrepro.data.availability import unobtainable_datasets
 
     params = load_params(args)
     unobtainable = {
@@ -52,11 +54,9 @@ def cmd_jobs(args: argparse.Namespace) -> None:
 
 def cmd_configs(args: argparse.Namespace) -> None:
     """The resolved candidate list of a dataset x model (every fold runs the same one)."""
-    import json
 
-    from tabrepro.data.registry import get_source
-    from tabrepro.training import selection_metric
-    from tabrepro.tuning import job_configs, variant_names
+    from tabrepro.training import selection_metric  # deferred: loads pandas, scipy, sklearn
+    from tabrepro.tuning import job_configs, variant_names  # deferred: loads scipy
 
     params = load_params(args)
     job = job_of(params, argparse.Namespace(paper=args.paper, dataset=args.dataset, model=args.model, fold=0))
@@ -95,7 +95,7 @@ def cmd_configs(args: argparse.Namespace) -> None:
 
 def cmd_dvc_yaml(args: argparse.Namespace) -> None:
     """Rewrite dvc.yaml's per-paper blocks from params.yaml's papers (a paper added or removed)."""
-    from tabrepro.dvc_blocks import update_dvc_yaml
+    from tabrepro.dvc_blocks import update_dvc_yaml  # deferred: loads pandas
 
     params = load_params(args)
     changed = update_dvc_yaml(params.raw, args.dvc_file, check=args.check)

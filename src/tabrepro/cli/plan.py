@@ -7,11 +7,13 @@ import argparse
 from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, load_params
+from tabrepro.errors import InputError
+from tabrepro.plan import run_plan, write_calibration
+from tabrepro.plan_inputs import CALIBRATION_FILE
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
     """The compute plan of the active profile (tabrepro.plan), from the calibrated cost model."""
-    from tabrepro.plan import run_plan
 
     print(
         run_plan(
@@ -29,9 +31,6 @@ def cmd_plan(args: argparse.Namespace) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     """Rewrite (or with --check, compare) the shipped cost calibration from a records directory."""
-    from tabrepro.errors import InputError
-    from tabrepro.plan import write_calibration
-    from tabrepro.plan_inputs import CALIBRATION_FILE
 
     output = args.output or CALIBRATION_FILE
     if not write_calibration(args.records_dir, args.params, output, check=args.check):

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, load_params
 from tabrepro.errors import InputError
+from tabrepro.plan import PLAN_PAGE, README_BEGIN, write_calibration
+from tabrepro.plan import update_readme as update_plan_block
 
 
 def _plan_page(root: Path) -> Path | None:
     """The repository's generated plan page, when it has one (a checkout of tabrepro does)."""
-    from tabrepro.plan import PLAN_PAGE, README_BEGIN
 
     page = root / PLAN_PAGE
     return page if page.is_file() and README_BEGIN in page.read_text(encoding="utf-8") else None
@@ -24,9 +25,9 @@ def _plan_page(root: Path) -> Path | None:
 def cmd_record(args: argparse.Namespace) -> None:
     """Snapshot a run (with NAME), then regenerate the README's summary and plan blocks, the
     records page and the audit table."""
-    from tabrepro.plan import update_readme as update_plan_block
-    from tabrepro.plan import write_calibration
-    from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit
+    from tabrepro.reporting.audit import AUDIT_DOC, AUDIT_FILE, update_audit  # deferred: loads pandas, scipy
+
+    # deferred: loads pandas, scipy
     from tabrepro.reporting.records import RECORDS_DIR, RESULTS_PAGE, restore, snapshot, update_pages
 
     if args.rejudge and (args.check or args.restore):
@@ -36,7 +37,7 @@ def cmd_record(args: argparse.Namespace) -> None:
     root = Path(args.readme).parent  # the repository whose docs/ the README sits beside
     audit = {"doc": root / AUDIT_DOC, "audit_file": root / AUDIT_FILE, "records_dir": root / RECORDS_DIR}
     if args.check:
-        from tabrepro.reporting.records import check_manifest, read_records, rejudge
+        from tabrepro.reporting.records import check_manifest, read_records, rejudge  # deferred: loads pandas, scipy
 
         problems = update_audit(**audit, check=True)
         checks = [check_manifest(directory) for directory, _ in read_records(audit["records_dir"])]
@@ -62,12 +63,12 @@ def cmd_record(args: argparse.Namespace) -> None:
         print(f"{current}; {audit['doc']}: every differing cell has a cause")
         return
     if args.rejudge:
-        from tabrepro.reporting.records import rejudge
+        from tabrepro.reporting.records import rejudge  # deferred: loads pandas, scipy
 
         for path in rejudge(args.params, audit["records_dir"]):
             print(path)
     if args.seal:
-        from tabrepro.reporting.records import seal
+        from tabrepro.reporting.records import seal  # deferred: loads pandas, scipy
 
         print(f"{seal(args.name, audit['records_dir'])}: written from the record's files as they are")
         return

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tabrepro.bishop.feature_sparsity import plot_curves, run_curve
 from tabrepro.cli.common import AddCommand, load_params, warn_missing_results
 from tabrepro.config import Job, ParamsError
+from tabrepro.npt.analysis.settings import EXPERIMENTS, SYNTHETIC
+from tabrepro.provenance import reset_peak_memory
 
 
 def cmd_tables(args: argparse.Namespace) -> None:
-    from tabrepro.reporting.tables import build_tables, collect_current_results
+    from tabrepro.reporting.tables import build_tables, collect_current_results  # deferred: loads pandas, scipy
 
     params = load_params(args)
     results = collect_current_results(params, args.paper)
@@ -29,9 +32,9 @@ def cmd_tables(args: argparse.Namespace) -> None:
 
 def cmd_scorecard(args: argparse.Namespace) -> None:
     """Judge every table cell against the paper; exit 0 even when cells differ (it is a report)."""
-    from tabrepro.reporting.claims import judge_claims
-    from tabrepro.reporting.scorecard import build_scorecard, summary
-    from tabrepro.reporting.scorecard_markdown import write_scorecard
+    from tabrepro.reporting.claims import judge_claims  # deferred: loads pandas, scipy
+    from tabrepro.reporting.scorecard import build_scorecard, summary  # deferred: loads pandas, scipy
+    from tabrepro.reporting.scorecard_markdown import write_scorecard  # deferred: loads pandas, scipy
 
     params = load_params(args)
     card = build_scorecard(params, args.paper, logs_dir=args.logs_dir)
@@ -54,7 +57,7 @@ def cmd_scorecard(args: argparse.Namespace) -> None:
 
 
 def cmd_analyse(args: argparse.Namespace) -> None:
-    from tabrepro.npt.analysis.runner import run_experiment
+    from tabrepro.npt.analysis.runner import run_experiment  # deferred: loads torch
 
     params = load_params(args)
     path = run_experiment(
@@ -72,10 +75,7 @@ def cmd_analyse(args: argparse.Namespace) -> None:
 
 
 def cmd_sparsity(args: argparse.Namespace) -> None:
-    import torch
-
-    from tabrepro.bishop.feature_sparsity import run_curve
-    from tabrepro.provenance import reset_peak_memory
+    import torch  # deferred: loads torch
 
     torch.set_num_threads(args.threads)
     params = load_params(args)
@@ -96,15 +96,14 @@ def cmd_sparsity(args: argparse.Namespace) -> None:
 
 
 def cmd_sparsity_plot(args: argparse.Namespace) -> None:
-    from tabrepro.bishop.feature_sparsity import plot_curves
 
     files = plot_curves(load_params(args), args.paper)
     print(files["png"])
 
 
 def cmd_report(args: argparse.Namespace) -> None:
-    from tabrepro.reporting.html import build_report
-    from tabrepro.reporting.tables import collect_current_results
+    from tabrepro.reporting.html import build_report  # deferred: loads matplotlib, pandas, scipy
+    from tabrepro.reporting.tables import collect_current_results  # deferred: loads pandas, scipy
 
     params = load_params(args)
     papers = [paper for paper in params.papers if params.jobs([paper])]
@@ -131,8 +130,6 @@ def register(add: AddCommand) -> None:
     p.add_argument("paper", nargs="?", help="only this paper (default: every paper the profile selects)")
     p.add_argument("--output-dir", type=Path, help="default: results/scorecard (results/scorecard/PAPER with PAPER)")
     p.add_argument("--logs-dir", type=Path, help="the workflow's logs (default: logs/ beside params.yaml)")
-
-    from tabrepro.npt.analysis.settings import EXPERIMENTS, SYNTHETIC
 
     p = add(
         "analyse",

@@ -16,6 +16,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from tabrepro.data.registry import get_source
 from tabrepro.io import recorded_path, write_json
 from tabrepro.layout import FETCH_STATUS_FILE
 
@@ -52,7 +53,6 @@ def read_fetch_status(raw_dir: Path, source: str) -> FetchStatus | None:
     An embedded source (shipped inside a library, e.g. scikit-learn's WDBC) needs no fetch and is
     always available.
     """
-    from tabrepro.data.registry import get_source
 
     if get_source(source).embedded:
         return FetchStatus(source=source, ok=True)

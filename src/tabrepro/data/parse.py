@@ -480,7 +480,7 @@ def _sklearn_wdbc_name(name: str) -> str:
 
 
 def _sklearn_breast_cancer(source: DatasetSource) -> pd.DataFrame:
-    from sklearn.datasets import load_breast_cancer
+    from sklearn.datasets import load_breast_cancer  # deferred: loads sklearn
 
     bunch = load_breast_cancer()
     target = _require_target(source)

@@ -79,7 +79,7 @@ def load_table(directory: Path) -> Table:
     at a time peaks at the frame itself plus one column (2.6 GiB). The frame is equal value for
     value and dtype for dtype; only its internal blocks are per column.
     """
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: loads pyarrow
 
     schema = TableSchema.from_dict(json.loads((directory / SCHEMA_FILE).read_text()))
     path = directory / TABLE_FILE
@@ -97,6 +97,6 @@ def release_arrow_memory() -> None:
     so that memory does not sit under a model's training step (about 0.5 GiB of an NPT job on
     Forest Cover's 581,012 rows).
     """
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: loads pyarrow
 
     pa.default_memory_pool().release_unused()

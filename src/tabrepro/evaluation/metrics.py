@@ -86,7 +86,7 @@ def compute_metrics(
 def _classification_metrics(
     task: str, y_true: np.ndarray, proba: np.ndarray | None, y_pred: np.ndarray | None, optional: tuple[str, ...] = ()
 ) -> dict[str, float]:
-    from sklearn import metrics as skm
+    from sklearn import metrics as skm  # deferred: loads sklearn
 
     if proba is None:
         raise ValueError(f"{task} metrics need `proba` (an (n, n_classes) probability matrix)")
@@ -137,7 +137,7 @@ def _classification_metrics(
 
 
 def _regression_metrics(y_true: np.ndarray, y_pred: np.ndarray | None) -> dict[str, float]:
-    from sklearn import metrics as skm
+    from sklearn import metrics as skm  # deferred: loads sklearn
 
     if y_pred is None:
         raise ValueError("regression metrics need `y_pred` (predictions in original units)")

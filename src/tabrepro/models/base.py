@@ -65,14 +65,14 @@ def __getattr__(name: str) -> Any:
     this module does not import scikit-learn; `except NotFittedError` thus also catches what
     scikit-learn's `check_is_fitted` raises, and scikit-learn's checks accept ours."""
     if name == "NotFittedError":
-        from sklearn.exceptions import NotFittedError
+        from sklearn.exceptions import NotFittedError  # deferred: loads sklearn
 
         return NotFittedError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _not_fitted(model: TabularModel) -> Exception:
-    from sklearn.exceptions import NotFittedError
+    from sklearn.exceptions import NotFittedError  # deferred: loads sklearn
 
     return NotFittedError(f"{model.name} is not fitted; call fit() first")
 
@@ -208,7 +208,7 @@ class TabularModel(ABC):
     def __sklearn_tags__(self) -> Tags:
         """Classifier or regressor by `task`, so scikit-learn's is_classifier, scorers and
         cross-validation splitters treat the model as what it is."""
-        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags
+        from sklearn.utils import ClassifierTags, RegressorTags, Tags, TargetTags  # deferred: loads sklearn
 
         tags = Tags(estimator_type=None, target_tags=TargetTags(required=True))
         if self.is_classifier:
@@ -276,7 +276,7 @@ class TabularModel(ABC):
     ) -> Self:
         """Fit on the training rows (X, y); the validation rows are for early stopping and
         selection. scikit-learn calls fit(X, y); the workflow also passes its validation split."""
-        from sklearn.utils.validation import check_array, validate_data
+        from sklearn.utils.validation import check_array, validate_data  # deferred: loads sklearn
 
         type(self)(**self.get_params(deep=False))  # the constructor's checks, after set_params
         self._fitted = False
@@ -352,7 +352,7 @@ class TabularModel(ABC):
 
     def score(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None) -> float:
         """Accuracy for classification, R² for regression (scikit-learn's default scores)."""
-        from sklearn.metrics import accuracy_score, r2_score
+        from sklearn.metrics import accuracy_score, r2_score  # deferred: loads sklearn
 
         metric = accuracy_score if self.is_classifier else r2_score
         return float(metric(y, self.predict(X), sample_weight=sample_weight))
@@ -433,7 +433,7 @@ class TabularModel(ABC):
         """task "classification": learn `classes_` (the sorted distinct training labels) and turn
         labels into their codes. Validation rows whose label never occurs in training are dropped:
         the model could only give them probability 0."""
-        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.multiclass import check_classification_targets  # deferred: loads sklearn
 
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
@@ -475,7 +475,7 @@ class TabularModel(ABC):
         """X as fit saw it: 2-D, finite, float32/float64, the fitted number of columns."""
         if not self.__sklearn_is_fitted__():
             raise _not_fitted(self)
-        from sklearn.utils.validation import validate_data
+        from sklearn.utils.validation import validate_data  # deferred: loads sklearn
 
         return validate_data(self, X, reset=False, dtype=_FLOAT_DTYPES, ensure_min_samples=0)
 

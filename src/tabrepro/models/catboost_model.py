@@ -73,7 +73,7 @@ class CatBoostModel(NativeCategoricalModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from catboost import CatBoostClassifier, CatBoostRegressor
+        from catboost import CatBoostClassifier, CatBoostRegressor  # deferred: loads catboost
 
         return CatBoostClassifier, CatBoostRegressor
 
@@ -100,7 +100,7 @@ class CatBoostModel(NativeCategoricalModel):
 
     def _native_matrix(self, layout: FeatureLayout, X: np.ndarray) -> Any:
         """Continuous features as float columns, categorical ones as integer codes (missing last)."""
-        import pandas as pd
+        import pandas as pd  # deferred: loads pandas
 
         columns: dict[str, np.ndarray] = {}
         codes = layout.embedding_codes(X)

@@ -36,7 +36,7 @@ __all__ = ["FTTransformerModel"]
 
 def architecture_defaults() -> dict[str, Any]:
     """rtdl's default FT-Transformer (3 blocks); imported here because rtdl imports torch."""
-    from rtdl_revisiting_models import FTTransformer
+    from rtdl_revisiting_models import FTTransformer  # deferred: loads rtdl_revisiting_models
 
     return {key: value for key, value in FTTransformer.get_default_kwargs(n_blocks=3).items() if key != "_is_default"}
 
@@ -52,6 +52,7 @@ class FTTransformerModel(TorchModel):
         """rtdl's FTTransformer and backbone keywords, and TorchModel's training keys."""
 
         def library() -> dict[str, tuple[type, ...]]:
+            # deferred: loads rtdl_revisiting_models
             from rtdl_revisiting_models import FTTransformer, FTTransformerBackbone
 
             return {family: (FTTransformer, FTTransformerBackbone) for family in TASK_FAMILIES}
@@ -95,12 +96,12 @@ class FTTransformerModel(TorchModel):
             "cat_cardinalities": self._layout.embedding_sizes,
             "d_out": d_out,
         }
-        from rtdl_revisiting_models import FTTransformer
+        from rtdl_revisiting_models import FTTransformer  # deferred: loads rtdl_revisiting_models
 
         return FTTransformer(**self._estimator_kwargs(owned, kwargs))
 
     def _inputs(self, X: np.ndarray, device: torch.device) -> tuple[torch.Tensor | None, ...]:
-        import torch
+        import torch  # deferred: loads torch
 
         columns = self._layout.continuous_columns
         x_cont = None
@@ -112,7 +113,7 @@ class FTTransformerModel(TorchModel):
         return x_cont, x_cat
 
     def _parameter_groups(self, network: torch.nn.Module) -> list[dict[str, Any]]:
-        from rtdl_revisiting_models import FTTransformer  # imports torch
+        from rtdl_revisiting_models import FTTransformer  # deferred: loads rtdl_revisiting_models; imports torch
 
         assert isinstance(network, FTTransformer)  # as _network built it
         return network.make_parameter_groups()

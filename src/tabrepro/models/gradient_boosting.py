@@ -23,7 +23,7 @@ class GradientBoostingModel(EstimatorModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor
+        from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor  # deferred: loads sklearn
 
         return GradientBoostingClassifier, GradientBoostingRegressor
 

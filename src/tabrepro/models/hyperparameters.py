@@ -26,15 +26,19 @@ this module holds the manifest's extraction and the check, and imports the regis
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
 import json
+import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from tabrepro.io import atomic_write
 from tabrepro.models.registry import MODEL_REGISTRY, get_model_class
 from tabrepro.models.rules import FAMILIES, Accept, Hyperparameters, Rule, annotation_rule, describe_rule, rule_admits
 
@@ -92,9 +96,8 @@ def _signature_parameters(target: Callable[..., Any]) -> dict[str, inspect.Param
 
 def _sklearn_rule(constraints: Sequence[Any]) -> Rule:
     """scikit-learn's `_parameter_constraints` entry for one parameter, as Accept alternatives."""
-    import numbers
 
-    from sklearn.utils import _param_validation as pv
+    from sklearn.utils import _param_validation as pv  # deferred: loads sklearn
 
     def type_name(kind: Any) -> str | None:
         if kind is pv.RealNotInt:
@@ -164,7 +167,6 @@ def library_rules(callables: Sequence[Callable[..., Any]]) -> dict[str, Rule]:
 
 def _versions() -> dict[str, str]:
     """Installed distribution and version per library (xgboost ships as xgboost-cpu here)."""
-    from importlib import metadata
 
     distributions = metadata.packages_distributions()
     versions = {}
@@ -374,7 +376,6 @@ def _check_range(model: str, name: str, kind: str, bounds: Any, used: tuple[str,
 
 # ------------------------------------------------------------------------------ command line
 def main(argv: list[str] | None = None) -> int:
-    import argparse
 
     parser = argparse.ArgumentParser(
         prog="python -m tabrepro.models.hyperparameters",
@@ -386,8 +387,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = _dump(build_manifest())
     if args.write:
-        from tabrepro.io import atomic_write
-
         atomic_write(MANIFEST_PATH, text)
         print(MANIFEST_PATH)
         return 0

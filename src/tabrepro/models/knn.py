@@ -44,7 +44,7 @@ class KNNModel(EstimatorModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor  # deferred: loads sklearn
 
         return KNeighborsClassifier, KNeighborsRegressor
 

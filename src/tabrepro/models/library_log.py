@@ -76,7 +76,7 @@ def lightgbm_logging() -> Iterator[None]:
     LightGBM has one process-wide logger; ours stays registered afterwards (a job process only
     ever wants this one).
     """
-    import lightgbm
+    import lightgbm  # deferred: loads lightgbm
 
     lightgbm.register_logger(_LightGBMLogger())
     with relayed_warnings("lightgbm"):

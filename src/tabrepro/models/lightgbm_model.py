@@ -64,7 +64,7 @@ class LightGBMModel(NativeCategoricalModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from lightgbm import LGBMClassifier, LGBMRegressor
+        from lightgbm import LGBMClassifier, LGBMRegressor  # deferred: loads lightgbm
 
         return LGBMClassifier, LGBMRegressor
 

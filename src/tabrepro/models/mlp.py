@@ -135,7 +135,7 @@ class MLPModel(EstimatorModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from sklearn.neural_network import MLPClassifier, MLPRegressor
+        from sklearn.neural_network import MLPClassifier, MLPRegressor  # deferred: loads sklearn
 
         return MLPClassifier, MLPRegressor
 

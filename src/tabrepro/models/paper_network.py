@@ -20,6 +20,7 @@ import numpy as np
 
 from tabrepro.models.base import TabularModel
 from tabrepro.models.rules import SEED, Hyperparameters, dataclass_rules
+from tabrepro.nn.session import torch_threads
 
 if TYPE_CHECKING:
     from tabrepro.nn.config import ConfigDictMixin
@@ -68,7 +69,6 @@ class PaperNetworkModel(TabularModel):
 
     def _train(self, X_train: np.ndarray, y_train: np.ndarray, X_val: Any, y_val: Any, **options: Any) -> Any:
         """Fit the estimator with the job's threads and the fitted layout; returns its fit result."""
-        from tabrepro.nn.session import torch_threads  # lazily: the registry need not load torch
 
         layout = self.context.layout_for(X_train.shape[1])
         with torch_threads(self.n_jobs):

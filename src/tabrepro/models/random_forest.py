@@ -35,7 +35,7 @@ class RandomForestModel(EstimatorModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor  # deferred: loads sklearn
 
         return RandomForestClassifier, RandomForestRegressor
 

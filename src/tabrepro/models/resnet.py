@@ -47,7 +47,7 @@ class ResNetModel(TorchModel):
         """rtdl's ResNet keywords and TorchModel's training keys."""
 
         def library() -> dict[str, tuple[type, ...]]:
-            from rtdl_revisiting_models import ResNet
+            from rtdl_revisiting_models import ResNet  # deferred: loads rtdl_revisiting_models
 
             return {family: (ResNet,) for family in TASK_FAMILIES}
 
@@ -79,6 +79,7 @@ class ResNetModel(TorchModel):
         for key in ("n_blocks", "d_block"):
             kwargs[key] = int(kwargs[key])
         owned = {"d_in": X_train.shape[1], "d_out": d_out}
-        from rtdl_revisiting_models import ResNet  # imports torch: only when a network is built
+        # deferred: loads rtdl_revisiting_models; imports torch: only when a network is built
+        from rtdl_revisiting_models import ResNet
 
         return ResNet(**self._estimator_kwargs(owned, kwargs))

@@ -53,6 +53,7 @@ from tabrepro.evaluation.metrics import NLL_CLIP
 from tabrepro.features import FeatureLayout
 from tabrepro.models.base import TabularModel
 from tabrepro.models.rules import DATA_SHAPE, LOGGING, SEED, Hyperparameters, integer, number, options
+from tabrepro.nn.session import torch_session
 
 __all__ = ["TabNetModel"]
 
@@ -74,8 +75,8 @@ def _library() -> SimpleNamespace:
     library imports torch, which the registry and every Snakemake start should not pay for)."""
     with warnings.catch_warnings():  # pytorch-tabnet 4.1.0 imports a deprecated scipy.sparse path
         warnings.filterwarnings("ignore", category=DeprecationWarning, module="pytorch_tabnet")
-        from pytorch_tabnet.metrics import Metric
-        from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor
+        from pytorch_tabnet.metrics import Metric  # deferred: loads pytorch_tabnet
+        from pytorch_tabnet.tab_model import TabNetClassifier, TabNetRegressor  # deferred: loads pytorch_tabnet
 
     class MonitoredNLL(Metric):
         """Validation NLL over the classes present in training, clipped like the evaluation metric.
@@ -196,8 +197,6 @@ class TabNetModel(TabularModel):
 
         import torch  # lazily: the registry (and every Snakemake start) need not load torch
 
-        from tabrepro.nn.session import torch_session
-
         with torch_session(self.seed, self.n_jobs) as device:
             owned = {
                 "seed": self.seed,
@@ -257,7 +256,6 @@ class TabNetModel(TabularModel):
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         if isinstance(self._fallback, np.ndarray):
             return np.tile(self._fallback, (X.shape[0], 1))
-        from tabrepro.nn.session import torch_session
 
         with torch_session(None, self.n_jobs):
             return self._estimator.predict_proba(self._layout.per_feature(X))
@@ -265,7 +263,6 @@ class TabNetModel(TabularModel):
     def _predict_values(self, X: np.ndarray) -> np.ndarray:
         if self._fallback is not None:
             return np.full(X.shape[0], float(self._fallback))
-        from tabrepro.nn.session import torch_session
 
         with torch_session(None, self.n_jobs):
             return self._estimator.predict(self._layout.per_feature(X)).reshape(-1)
@@ -275,7 +272,7 @@ class TabNetModel(TabularModel):
         estimator = getattr(self, "_estimator", None)
         if estimator is None or self._fallback is not None or self.fit_info_.get("constant"):
             return False
-        from tabrepro.nn.checkpoint import save_state_dict
+        from tabrepro.nn.checkpoint import save_state_dict  # deferred: loads torch
 
         save_state_dict(estimator.network, path)
         return True

@@ -14,6 +14,7 @@ import numpy as np
 
 from tabrepro.models.base import TabularModel
 from tabrepro.models.early_stopping import EarlyStopper
+from tabrepro.nn.session import torch_session
 
 if TYPE_CHECKING:
     import torch
@@ -61,7 +62,7 @@ class TorchModel(TabularModel):
     def _inputs(self, X: np.ndarray, device: torch.device) -> tuple[torch.Tensor | None, ...]:
         """The network's positional inputs for rows X (default: one float32 matrix); an input
         may be None (e.g. FT-Transformer without continuous features)."""
-        import torch
+        import torch  # deferred: loads torch
 
         return (torch.as_tensor(np.asarray(X, dtype=np.float32), device=device),)
 
@@ -86,9 +87,7 @@ class TorchModel(TabularModel):
     def _fit(
         self, X_train: np.ndarray, y_train: np.ndarray, X_val: np.ndarray | None, y_val: np.ndarray | None
     ) -> None:
-        import torch
-
-        from tabrepro.nn.session import torch_session
+        import torch  # deferred: loads torch
 
         training, architecture = self._split_params()
         d_out = self.n_fit_classes if self.is_classifier else 1
@@ -132,13 +131,13 @@ class TorchModel(TabularModel):
         self.fit_info_.update({**stopper.info(monitor is not None), "device": device.type})
 
     def _targets(self, y: np.ndarray, device: torch.device) -> torch.Tensor:
-        import torch
+        import torch  # deferred: loads torch
 
         dtype = torch.long if self.is_classifier else torch.float32
         return torch.as_tensor(np.asarray(y), dtype=dtype, device=device)
 
     def _loss(self, output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # deferred: loads torch
 
         if self.is_classifier:
             return F.cross_entropy(output, target)
@@ -154,7 +153,7 @@ class TorchModel(TabularModel):
         generator: torch.Generator,
     ) -> float:
         """One pass over shuffled mini-batches; returns the mean training loss."""
-        import torch
+        import torch  # deferred: loads torch
 
         network.train()
         n_rows = target.shape[0]
@@ -175,7 +174,7 @@ class TorchModel(TabularModel):
 
     def _outputs(self, network: torch.nn.Module, inputs: tuple) -> torch.Tensor:
         """Network outputs for all rows, in evaluation mode and in batches."""
-        import torch
+        import torch  # deferred: loads torch
 
         network.eval()
         n_rows = next(t.shape[0] for t in inputs if t is not None)
@@ -190,7 +189,6 @@ class TorchModel(TabularModel):
         return float(self._loss(self._outputs(network, inputs), target))
 
     def _predicted_outputs(self, X: np.ndarray) -> np.ndarray:
-        from tabrepro.nn.session import torch_session
 
         assert self._network is not None
         with torch_session(None, self.n_jobs):
@@ -215,7 +213,7 @@ class TorchModel(TabularModel):
         network = getattr(self, "_network", None)
         if network is None or self._fallback is not None or self.fit_info_.get("constant"):
             return False
-        from tabrepro.nn.checkpoint import save_state_dict
+        from tabrepro.nn.checkpoint import save_state_dict  # deferred: loads torch
 
         save_state_dict(network, path)
         return True

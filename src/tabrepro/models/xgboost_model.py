@@ -69,7 +69,7 @@ class XGBoostModel(NativeCategoricalModel):
 
     @classmethod
     def _estimator_classes(cls) -> tuple[type, type]:
-        from xgboost import XGBClassifier, XGBRegressor
+        from xgboost import XGBClassifier, XGBRegressor  # deferred: loads xgboost
 
         return XGBClassifier, XGBRegressor
 

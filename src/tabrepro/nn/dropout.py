@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
 __all__ = [
     "DropoutSource",
@@ -110,7 +111,6 @@ def recomputed(function: Callable[[Tensor], Tensor], x: Tensor, source: DropoutS
     for the recomputation (and the state the forward pass left is restored after it). The
     recomputed activations, and so the gradients, are the forward pass's own, bit for bit.
     """
-    from torch.utils.checkpoint import checkpoint  # only where a network asks for recomputation
 
     generator = source.generator
     if generator is None:  # dropout draws from torch's global generator, which checkpoint replays

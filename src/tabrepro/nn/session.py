@@ -36,7 +36,7 @@ __all__ = [
 
 def resolve_device(name: str) -> torch.device:
     """ "auto" picks CUDA when available, else CPU."""
-    import torch
+    import torch  # deferred: loads torch
 
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -59,7 +59,7 @@ def resolve_threads(n_jobs: int) -> int:
 @contextlib.contextmanager
 def torch_threads(n_jobs: int) -> Iterator[None]:
     """`n_jobs` intra-op threads (-1: every core) for the duration; the previous count after."""
-    import torch
+    import torch  # deferred: loads torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(resolve_threads(n_jobs))
@@ -77,7 +77,7 @@ def torch_session(seed: int | None, n_jobs: int) -> Iterator[torch.device]:
     The caller's global torch RNG state (CPU and the current CUDA device) and thread count are
     restored on exit, so fitting one model never changes what the next one draws.
     """
-    import torch
+    import torch  # deferred: loads torch
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     devices = [torch.cuda.current_device()] if device.type == "cuda" else []
@@ -96,7 +96,7 @@ def deterministic_algorithms(enabled: bool, device: torch.device) -> Iterator[No
     On CUDA only a warning is raised for non-deterministic kernels: strict mode would also need
     CUBLAS_WORKSPACE_CONFIG set before CUDA initialises, which is not ours to do.
     """
-    import torch
+    import torch  # deferred: loads torch
 
     previous = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     if enabled:
@@ -109,7 +109,7 @@ def deterministic_algorithms(enabled: bool, device: torch.device) -> Iterator[No
 
 def bf16_autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager:
     """bfloat16 autocast on `device` when `enabled` (the configs' `bf16_autocast`), else a no-op."""
-    import torch
+    import torch  # deferred: loads torch
 
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest, friedmanchisquare
 
 ALPHA = 0.05
 
@@ -61,7 +62,6 @@ def friedman_test(matrix: np.ndarray) -> OmnibusResult:
     With two methods scipy's Friedman test is undefined; the two-sided sign test over blocks
     (ties dropped) is the exact test of the same hypothesis and is used instead.
     """
-    from scipy.stats import binomtest, friedmanchisquare
 
     matrix = np.asarray(matrix, dtype=float)
     n_blocks, n_methods = matrix.shape if matrix.ndim == 2 else (0, 0)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabrepro.config import Params, read_params_file
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
 from tabrepro.layout import (
@@ -59,6 +60,10 @@ from tabrepro.layout import (
     TUNING_DIR,
 )
 from tabrepro.readme_blocks import ReadmeBlockError, replace_block
+from tabrepro.reporting.claims import judge_claims
+from tabrepro.reporting.scorecard import build_scorecard
+from tabrepro.reporting.scorecard_markdown import scorecard_files
+from tabrepro.reporting.tables import build_tables, collect_current_results
 
 RECORDS_DIR = Path("records") / "runs"
 RECORD_FILE = "record.json"
@@ -463,11 +468,6 @@ def rejudge(params_file: Path, records_dir: Path = RECORDS_DIR, *, check: bool =
     afterwards only the regenerated files' manifest entries are rewritten. Returns the files
     written, or with `check` writes nothing and returns the scorecard files that a rejudge would
     change (stale scorecards)."""
-    from tabrepro.config import Params, read_params_file
-    from tabrepro.reporting.claims import judge_claims
-    from tabrepro.reporting.scorecard import build_scorecard
-    from tabrepro.reporting.scorecard_markdown import scorecard_files
-    from tabrepro.reporting.tables import build_tables, collect_current_results
 
     records = read_records(records_dir)
     if not check:

@@ -117,7 +117,7 @@ class NPTModel(PaperNetworkModel):
 
     def save_weights(self, path: Path) -> bool:
         """The selected weights only (a state dict of tensors, loadable with weights_only=True)."""
-        from tabrepro.nn.checkpoint import save_state_dict
+        from tabrepro.nn.checkpoint import save_state_dict  # deferred: loads torch
 
         trainer = self._estimator.trainer_
         assert trainer is not None and trainer.model is not None

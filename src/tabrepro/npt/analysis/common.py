@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from tabrepro.config import Job
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import categorical, continuous
 from tabrepro.models.npt.config import NPTConfig
@@ -188,10 +189,9 @@ def load_fold_context(
     device: str = "cpu",
 ) -> NPTContext:
     """Rebuild the trained NPT of one fold and the table it predicts its test rows from."""
-    from tabrepro.config import Job
-    from tabrepro.data.table import load_table
-    from tabrepro.preprocessing import Preprocessor, TargetEncoder
-    from tabrepro.splits import fold_path, load_split
+    from tabrepro.data.table import load_table  # deferred: loads pandas
+    from tabrepro.preprocessing import Preprocessor, TargetEncoder  # deferred: loads pandas
+    from tabrepro.splits import fold_path, load_split  # deferred: loads pandas, sklearn
 
     job = Job(paper, dataset, model_name, fold)
     metrics_path = Path(metrics_path or params.layout.job_metrics.path(job))

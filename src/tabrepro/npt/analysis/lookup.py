@@ -102,7 +102,7 @@ def dataset_lookup_data(params: Any, paper: str, dataset: str, settings: LookupS
     Rows are shuffled with `seed` and cut into disjoint train / validation / test parts, so the
     test rows are fresh; features and target are standardised with training-row statistics.
     """
-    from tabrepro.data.table import load_table
+    from tabrepro.data.table import load_table  # deferred: loads pandas
 
     source = params.source_of(paper, dataset)
     table = load_table(params.processed_dir(source))

@@ -22,6 +22,7 @@ import torch
 from tabrepro.io import write_json
 from tabrepro.layout import RESULT_FILE
 from tabrepro.npt.analysis.common import NPTContext, finite_json, load_fold_context
+from tabrepro.npt.analysis.corruption import corruption_experiment
 from tabrepro.npt.analysis.jobs import active_settings, result_path
 from tabrepro.npt.analysis.settings import (
     EXPERIMENTS,
@@ -32,6 +33,7 @@ from tabrepro.npt.analysis.settings import (
     AnalysisSettings,
     experiment_digest,
 )
+from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
 
 __all__ = ["run_experiment"]
@@ -54,7 +56,6 @@ def run_experiment(
     weights_path: Path | None = None,
 ) -> Path:
     """Run one experiment and write result.json (and its figures) into `out_dir`."""
-    from tabrepro.provenance import peak_memory_mb, provenance
 
     if experiment not in EXPERIMENTS:
         raise AnalysisError(f"unknown experiment {experiment!r}; known: {', '.join(EXPERIMENTS)}")
@@ -115,8 +116,7 @@ def run_experiment(
 def _run_corruption(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro.npt.analysis.corruption import corruption_experiment
-    from tabrepro.reference import lookup
+    from tabrepro.reference import lookup  # deferred: loads pandas
 
     result = corruption_experiment(context, max_test_rows=settings.corruption.max_test_rows, seed=seed)
     metric = "delta_rmse_over_rmse_pct" if context.task == "regression" else "delta_accuracy_pct"
@@ -133,8 +133,8 @@ def _run_corruption(
 def _run_deletion(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro import figures
-    from tabrepro.npt.analysis.deletion import deletion_experiment
+    from tabrepro import figures  # deferred: loads matplotlib
+    from tabrepro.npt.analysis.deletion import deletion_experiment  # deferred: loads scipy
 
     s = settings.deletion
     result = deletion_experiment(
@@ -165,8 +165,8 @@ def _run_deletion(
 def _run_attention(
     context: NPTContext, settings: AnalysisSettings, seed: int, out_dir: Path, paper: str, dataset: str
 ) -> dict[str, Any]:
-    from tabrepro import figures
-    from tabrepro.npt.analysis.attention import attention_experiment
+    from tabrepro import figures  # deferred: loads matplotlib
+    from tabrepro.npt.analysis.attention import attention_experiment  # deferred: loads scipy
 
     s = settings.attention
     result = attention_experiment(context, n_reference_rows=s.n_reference_rows, max_rows=s.max_rows, seed=seed)
@@ -209,9 +209,11 @@ _RUNNERS = {"corruption": _run_corruption, "deletion": _run_deletion, "attention
 def _run_lookup(
     params: Any, paper: str, dataset: str, settings: AnalysisSettings, seed: int, out_dir: Path
 ) -> dict[str, Any]:
-    from tabrepro import figures
+    from tabrepro import figures  # deferred: loads matplotlib
+
+    # deferred: loads scipy, sklearn
     from tabrepro.npt.analysis.lookup import dataset_lookup_data, lookup_experiment, synthetic_lookup_data
-    from tabrepro.reference import lookup
+    from tabrepro.reference import lookup  # deferred: loads pandas
 
     s = settings.lookup
     if dataset == SYNTHETIC:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import wilcoxon
 
 from tabrepro import figures
 from tabrepro.npt.analysis.settings import LOOKUP_VARIANTS
@@ -207,7 +208,6 @@ def _lookup_caption(name: str) -> str:
 
 
 def _deletion_block(page: Page, entries: list[tuple[Path, dict[str, Any]]]) -> None:
-    from scipy.stats import wilcoxon
 
     page.add('<h3 id="deletion">Data deletion (Alg. 2, §4.4)</h3>')
     if not entries:

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from tabrepro.provenance import UNRECORDED, hardware_key, provenance
 from tabrepro.reporting.html.page import Page, table_html
 from tabrepro.reporting.tables import DASH
 
 
 def provenance_section(page: Page, params: Any, records: list[dict[str, Any]]) -> None:
-    from tabrepro.provenance import hardware_key, provenance
 
     page.section("provenance", "Provenance")
     current = provenance()
@@ -56,7 +56,6 @@ def provenance_section(page: Page, params: Any, records: list[dict[str, Any]]) -
 def hardware_block(page: Page, records: list[dict[str, Any]]) -> None:
     """Which results ran on which CPU type / ISA level / GPU, with a warning when they differ:
     the same config gives bit-identical results only on the same hardware."""
-    from tabrepro.provenance import UNRECORDED, hardware_key
 
     groups: dict[str, dict[str, Any]] = {}
     for record in records:

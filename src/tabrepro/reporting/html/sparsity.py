@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tabrepro.bishop.feature_sparsity import ORDER_LABELS, curve_files, sparsity_settings
 from tabrepro.reporting.html.page import Page, ReportError, fmt, table_html
 
 
 def sparsity_section(page: Page, params: Any) -> None:
     """BiSHop's Fig. 4.1 (right), from `tabrepro sparsity-plot`'s summary (this profile only)."""
-    from tabrepro.bishop.feature_sparsity import ORDER_LABELS, curve_files, sparsity_settings
 
     settings = sparsity_settings(params)
     if settings is None:

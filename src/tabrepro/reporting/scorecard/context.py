@@ -10,9 +10,12 @@ from typing import Any
 
 from tabrepro.config import Job
 from tabrepro.data.availability import FetchStatus, read_fetch_status, status_path
+from tabrepro.evaluation.prediction_spread import test_metric_se
+from tabrepro.models.registry import get_model_class
 from tabrepro.reporting.scorecard.card import ScorecardError
 from tabrepro.reporting.tables import collect_current_results, fold_frame
 from tabrepro.reporting.verdicts import VerdictRules
+from tabrepro.resource_policy import config_batches, policy
 
 LOG_TAIL_BYTES = 4096
 LOG_LINE_CHARS = 200
@@ -96,7 +99,6 @@ class PaperContext:
         path = entry.path(Job(self.paper, dataset, model, next(iter(folds))))
         if not path.is_file():
             return None
-        from tabrepro.evaluation.prediction_spread import test_metric_se
 
         seed = int(self.params.raw["seed"])
         return lambda metric: test_metric_se(path, metric, seed=seed)
@@ -131,7 +133,6 @@ class PaperContext:
 
     def _job_logs(self, dataset: str, model: str, fold: int) -> tuple[Path, ...]:
         """The logs the workflow's rules write for this job (workflow/rules/train.smk)."""
-        from tabrepro.models.registry import get_model_class
 
         layout = replace(self.params.layout, logs=self.logs_dir)
         job = Job(self.paper, dataset, model, fold)
@@ -139,8 +140,6 @@ class PaperContext:
             # one job per fold, or one train_folds job for all of them (params.yaml folds_in_one_job)
             candidates = [layout.train_log.path(job), layout.train_folds_log.path(job)]
         else:
-            from tabrepro.resource_policy import config_batches, policy
-
             try:
                 n_batches = len(config_batches(self.params, policy(self.params), self.paper, dataset, model))
             except ValueError:

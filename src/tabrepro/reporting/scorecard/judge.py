@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tabrepro.data.registry import get_source
+from tabrepro.models.registry import MODEL_NAMES
 from tabrepro.reference import reference_table_id
 from tabrepro.reporting.scorecard.card import (
     CAPPED,
@@ -65,7 +66,6 @@ def _labels(paper_cfg: Mapping[str, Any], table_cfg: Mapping[str, Any]) -> dict[
 
 
 def _model_of(method: str, labels: Mapping[str, str]) -> str | None:
-    from tabrepro.models.registry import MODEL_NAMES
 
     by_label = {label: model for model, label in labels.items()}
     if method in by_label:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from tabrepro.config import resolve_extends
 from tabrepro.reference import PaperValue
 from tabrepro.reporting.spreads import KfoldFactor, pooled_value, qualified_factors, sampling_se
 from tabrepro.reporting.tables import Cell
@@ -56,7 +57,6 @@ def kfold_factor(params: Any, paper: str, dataset: str, model: str | None, metri
 
 def _searched(params: Any, paper: str, dataset: str) -> set[str]:
     """Models with a search space on this dataset (the others have no search budget to match)."""
-    from tabrepro.config import resolve_extends
 
     space = params.dataset_entry(paper, dataset)["search_space"]
     return set(resolve_extends(params.raw["search_spaces"], space, params.source))
