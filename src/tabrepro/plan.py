@@ -48,6 +48,7 @@ from tabrepro.costmodel import (
     job_terms,
 )
 from tabrepro.errors import InputError
+from tabrepro.job_spec import resolve_job
 from tabrepro.plan_inputs import (
     CALIBRATION_FILE,
     DatasetFacts,
@@ -114,10 +115,10 @@ class Planner:
         key = (paper, dataset, model)
         if key not in self._configs:
             from tabrepro.data.registry import get_source
-            from tabrepro.tuning import job_configs
+            from tabrepro.tuning import job_configs  # deferred: loads scipy
 
             task = get_source(self.params.source_of(paper, dataset)).task
-            self._configs[key] = job_configs(self.params, Job(paper, dataset, model, 0), task)
+            self._configs[key] = job_configs(resolve_job(self.params, Job(paper, dataset, model, 0)), task)
         return self._configs[key]
 
     def work(self, job: Job, kind: str, config: int | None = None, *, bound: bool = False) -> JobWork:
