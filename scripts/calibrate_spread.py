@@ -103,6 +103,7 @@ def prepare_tables(params_file: Path, sources: list[str], mirror: str | None) ->
 def run_unit(params_file: Path, shared_data: Path, dataset: str, model: str, threads: int) -> dict:
     """The protocol once: splits for this seed, then every fold tuned, trained and tested."""
     from tabrepro.config import Job, Params
+    from tabrepro.job_spec import resolve_job
     from tabrepro.seeding import derive_seed
     from tabrepro.splits import SPLIT_MANIFEST_FILE
     from tabrepro.training import run_folds
@@ -115,15 +116,15 @@ def run_unit(params_file: Path, shared_data: Path, dataset: str, model: str, thr
         shutil.copytree(shared_data / "processed" / source, table)
     if not (params.split_dir(PAPER, dataset) / SPLIT_MANIFEST_FILE).is_file():
         cli("--params", str(params_file), "split", PAPER, dataset)
-    jobs = [Job(PAPER, dataset, model, k) for k in range(params.n_folds(PAPER, dataset))]
+    specs = [resolve_job(params, Job(PAPER, dataset, model, k)) for k in range(params.n_folds(PAPER, dataset))]
     folds = []
     task = None
-    for job, result in run_folds(params, jobs, n_jobs=threads, progress=False):
+    for spec, result in run_folds(specs, n_jobs=threads, progress=False):
         task = result["task"]
         split = result["split"]
         folds.append(
             {
-                "fold": job.fold,
+                "fold": spec.job.fold,
                 "split_sha256": split["sha256"],
                 "n_train": split["n_train"],
                 "n_val": split["n_val"],
@@ -133,7 +134,7 @@ def run_unit(params_file: Path, shared_data: Path, dataset: str, model: str, thr
                 "test": {m: result["metrics"]["test"][m] for m in METRICS[task]},
             }
         )
-        shutil.rmtree(params.job_dir(job), ignore_errors=True)  # state only; the numbers are kept here
+        shutil.rmtree(spec.job_dir, ignore_errors=True)  # state only; the numbers are kept here
     return {
         "dataset": dataset,
         "model": model,

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tabrepro.config import Job, Params
 from tabrepro.data.registry import get_source
+from tabrepro.job_spec import resolve_job
 from tabrepro.models.registry import get_model_class
 from tabrepro.reporting.records import RecordError, checked_record_name
 from tabrepro.tuning import job_configs
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         where = [job.paper, job.dataset, job.model, str(job.fold)]
         if not get_model_class(job.model).per_config_jobs:
             return run(tag(job), "train", *where)
-        n_configs = len(job_configs(params, job, get_source(params.source_of(job.paper, job.dataset)).task))
+        spec = resolve_job(params, job)
+        n_configs = len(job_configs(spec, get_source(spec.source).task))
         trained = all([run(f"{tag(job)}-config{c}", "train-config", *where, str(c)) for c in range(n_configs)])
         return trained and run(f"{tag(job)}-select", "select", *where)
 

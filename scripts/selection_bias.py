@@ -32,9 +32,10 @@ from tqdm import tqdm
 
 from tabrepro.config import Job, Params
 from tabrepro.io import write_json
+from tabrepro.job_run import fit_config, load_fold, model_outputs, outputs_metrics
+from tabrepro.job_spec import resolve_job
 from tabrepro.provenance import provenance
 from tabrepro.readme_blocks import replace_block
-from tabrepro.training import _fit_config, load_fold, model_outputs, outputs_metrics, selection_metric
 from tabrepro.tuning import job_configs, select_best
 
 PAPER = "bishop"
@@ -45,9 +46,10 @@ END = "<!-- selection-bias:end -->"
 
 def score_every_candidate(params: Params, job: Job) -> dict:
     """Validation and test metric of each candidate configuration of `job`, in search order."""
-    data = load_fold(params, job)
-    configs = job_configs(params, job, data.task)
-    metric = selection_metric(params, job.paper, data.task)
+    spec = resolve_job(params, job)
+    data = load_fold(spec)
+    configs = job_configs(spec, data.task)
+    metric = spec.selection_metrics[data.task]
     va, te = data.split.val, data.split.test
     val, test = [], []
 
@@ -57,7 +59,7 @@ def score_every_candidate(params: Params, job: Job) -> dict:
 
     started = time.perf_counter()
     for index, config in enumerate(tqdm(configs, desc=f"{job.dataset}/{job.model}", unit="config")):
-        model = _fit_config(params, job, data, index, config, n_jobs=1)
+        model = fit_config(spec, data, index, config, n_jobs=1)
         val.append(score(model, va))
         test.append(score(model, te))
     return {

@@ -34,9 +34,10 @@ from tqdm import tqdm
 
 from tabrepro.config import Job, Params
 from tabrepro.io import write_json
+from tabrepro.job_run import load_fold
+from tabrepro.job_spec import resolve_job
 from tabrepro.provenance import provenance
 from tabrepro.readme_blocks import replace_block
-from tabrepro.training import load_fold
 
 PAPER = "bishop"
 # The seeds the authors' repository names: the sweep template's and each shipped configuration's.
@@ -68,7 +69,7 @@ def test_auc(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) 
 
 
 def run_dataset(params: Params, dataset: str, n_seeds: int) -> dict:
-    data = load_fold(params, Job(PAPER, dataset, "lightgbm", 0))
+    data = load_fold(resolve_job(params, Job(PAPER, dataset, "lightgbm", 0)))
     X, y = np.asarray(data.X, dtype=np.float64), np.asarray(data.y).astype(int)
     named = AUTHORS_SEEDS.get(dataset, {})
     seeds = sorted(set(range(n_seeds)) | set(named.values()))

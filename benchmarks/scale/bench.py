@@ -430,11 +430,12 @@ class Bench:
     def _config(self, dataset: str, model: str) -> dict[str, Any]:
         """The one configuration the job fits (tabrepro.tuning.job_configs, as the job itself)."""
         from tabrepro.config import Job
+        from tabrepro.job_spec import resolve_job
         from tabrepro.tuning import job_configs
 
         assert self.params is not None
         task = get_source(DATASETS[dataset]).task
-        return job_configs(self.params, Job(PAPER, dataset, model, 0), task)[0]
+        return job_configs(resolve_job(self.params, Job(PAPER, dataset, model, 0)), task)[0]
 
     # ----------------------------------------------------------------- driver
     def setup(self) -> None:

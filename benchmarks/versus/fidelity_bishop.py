@@ -41,10 +41,11 @@ def bishop_problem(params: Any, dataset: str) -> Any:
         return Problem(y.astype(np.int64), 2, [fold], "scikit-learn breast cancer, a seeded 70/20/10 split")
     from tabrepro.config import Job
     from tabrepro.errors import InputError
-    from tabrepro.training import load_fold
+    from tabrepro.job_run import load_fold
+    from tabrepro.job_spec import resolve_job
 
     try:
-        data = load_fold(params, Job("bishop", dataset, "bishop", 0))
+        data = load_fold(resolve_job(params, Job("bishop", dataset, "bishop", 0)))
     except (InputError, OSError) as error:
         raise VersusError(f"bishop/{dataset}: {error} (run `tabrepro split bishop {dataset}` first)") from None
     if data.task != "binary" or any(feature.kind != "continuous" for feature in data.feature_layout.features):

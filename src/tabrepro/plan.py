@@ -50,6 +50,7 @@ from tabrepro.costmodel import (
 from tabrepro.data.registry import get_source, load_registry
 from tabrepro.errors import InputError
 from tabrepro.io import atomic_write, write_json
+from tabrepro.job_spec import resolve_job
 from tabrepro.models.registry import get_model_class
 from tabrepro.plan_inputs import (
     CALIBRATION_FILE,
@@ -121,7 +122,7 @@ class Planner:
             from tabrepro.tuning import job_configs  # deferred: loads scipy
 
             task = get_source(self.params.source_of(paper, dataset)).task
-            self._configs[key] = job_configs(self.params, Job(paper, dataset, model, 0), task)
+            self._configs[key] = job_configs(resolve_job(self.params, Job(paper, dataset, model, 0)), task)
         return self._configs[key]
 
     def work(self, job: Job, kind: str, config: int | None = None, *, bound: bool = False) -> JobWork:

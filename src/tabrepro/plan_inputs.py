@@ -30,6 +30,7 @@ from typing import Any
 from tabrepro.config import DEFAULT_PARAMS_FILE, Job, Params, ParamsError
 from tabrepro.costmodel import MeasuredJob, TableShape, family_of, job_terms
 from tabrepro.data.registry import get_source
+from tabrepro.job_spec import resolve_job
 from tabrepro.layout import RunLayout
 from tabrepro.models.registry import get_model_class
 from tabrepro.provenance import hardware_key
@@ -196,7 +197,8 @@ def _candidates(params_file: str, profile: str, paper: str, dataset: str, model:
     """A measured job's configurations (every fold of a dataset x model has the same ones)."""
     from tabrepro.tuning import job_configs  # deferred: loads scipy
 
-    return job_configs(_params(params_file, profile), Job(paper, dataset, model, 0), task)  # type: ignore[arg-type]  # called after _params gave Params
+    job = Job(paper, dataset, model, 0)
+    return job_configs(resolve_job(_params(params_file, profile), job), task)  # type: ignore[arg-type]  # called after _params gave Params
 
 
 def _shape_of_run(result: dict[str, Any], facts: dict[str, Any]) -> TableShape:

@@ -46,7 +46,7 @@ from tabrepro.seeding import derive_seed
 from tabrepro.tasks import TASK_FAMILIES, TaskFamily
 
 if TYPE_CHECKING:
-    from tabrepro.config import Job, Params
+    from tabrepro.job_spec import JobSpec
 from tabrepro.tasks import task_family as family_of_task
 
 __all__ = [
@@ -325,9 +325,9 @@ def select_best(scores: Sequence[float | None], metric: str) -> int:
     return best_index
 
 
-def job_configs(params: Params, job: Job, task: str) -> list[dict]:
+def job_configs(spec: JobSpec, task: str) -> list[dict]:
     """The candidate configurations of a job: one set per dataset x model, shared by all its folds
     (the training jobs, the compute plan and the workflow's sizing all draw the same list)."""
-    space = params.search_space(job.paper, job.dataset, job.model)
-    search_seed = derive_seed(params.seed, job.paper, job.dataset, job.model, "search")
-    return sample_configs(space, task, params.n_configs(job.paper, job.dataset, job.model), search_seed)
+    job = spec.job
+    search_seed = derive_seed(spec.seed, job.paper, job.dataset, job.model, "search")
+    return sample_configs(spec.search_space, task, spec.n_configs, search_seed)

@@ -37,10 +37,9 @@ def test_a_state_file_of_another_checkpoint_format_is_set_aside(
 
 
 def test_the_state_key_includes_the_checkpoint_format(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    params = SimpleNamespace(seed=0)
+    spec = SimpleNamespace(seed=0, job=Job("npt", "breast_cancer", "npt", 0))
     data = SimpleNamespace(split=SimpleNamespace(sha256="ab" * 32))
-    job = Job("npt", "breast_cancer", "npt", 0)
-    before = _state_dir(tmp_path, params, job, data, {"lr": 1e-3})  # type: ignore[arg-type]
+    before = _state_dir(tmp_path, spec, data, {"lr": 1e-3})  # type: ignore[arg-type]
     monkeypatch.setattr(NPTModel, "checkpoint_format", NPTModel.checkpoint_format + 1)
-    after = _state_dir(tmp_path, params, job, data, {"lr": 1e-3})  # type: ignore[arg-type]
+    after = _state_dir(tmp_path, spec, data, {"lr": 1e-3})  # type: ignore[arg-type]
     assert before != after

@@ -14,10 +14,11 @@ from tabrepro.cli import main
 from tabrepro.config import Job, Params, ParamsError
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
+from tabrepro.job_spec import resolve_job, selection_metric
 from tabrepro.models.base import FitContext
 from tabrepro.models.registry import get_model_class
 from tabrepro.splits import make_split
-from tabrepro.training import run_job, selection_metric
+from tabrepro.training import run_job
 
 # Thesis Table A.1: rows of the file, then train / validation / test as the table gives them.
 TABLE_A1 = {
@@ -224,7 +225,8 @@ def test_a_job_picks_the_configuration_with_the_best_validation_auroc(tmp_path: 
     params_file = write_params(tmp_path, tiny_profile(["random_forest"], max_configs=4), mutate=mutate)
     for command in (["prepare", "breast_cancer"], ["split", "npt", "breast_cancer"]):
         assert main(["--params", str(params_file), "--quiet", *command]) == 0
-    result = run_job(Params.from_file(params_file), Job("npt", "breast_cancer", "random_forest", 0), progress=False)
+    spec = resolve_job(Params.from_file(params_file), Job("npt", "breast_cancer", "random_forest", 0))
+    result = run_job(spec, progress=False)
     scores = result["selection"]["val_scores"]
     assert result["selection"]["metric"] == "auroc" and len(scores) == 4
     assert result["selection"]["best_index"] == int(np.argmax(scores))

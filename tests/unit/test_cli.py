@@ -126,7 +126,7 @@ def test_tables_without_results_warn_and_say_what_to_run(tmp_path, write_params)
 
 def test_only_configuration_errors_from_a_fit_count_as_bad_input():
     """What training turns into a one-line ModelConfigError, and what it leaves a bug."""
-    from tabrepro.training import _refused_configuration
+    from tabrepro.job_run import _refused_configuration
 
     config = {"max_dept": 3, "learning_rate": 0.1, "p": 2}
     assert _refused_configuration(TypeError("__init__() got an unexpected keyword argument 'max_dept'"), config)

@@ -79,10 +79,11 @@ def test_removal_orders_and_counts():
 
 
 def test_restricting_features_removes_whole_one_hot_blocks(prepared):
-    from tabrepro.training import load_fold
+    from tabrepro.job_run import load_fold
+    from tabrepro.job_spec import resolve_job
 
     _, _, params = prepared
-    data = load_fold(params, Job("npt", "breast_cancer", "knn", 0))
+    data = load_fold(resolve_job(params, Job("npt", "breast_cancer", "knn", 0)))
     wide = fs.restrict_features(data, [0, 2])
     assert wide.X.shape == (data.X.shape[0], 2) and wide.feature_layout.features == (
         data.feature_layout.features[0],

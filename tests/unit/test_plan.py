@@ -81,10 +81,11 @@ def test_gpu_models_count_gpu_hours_and_cpu_models_cpu_hours(quick_planner):
 
 
 def test_the_plan_uses_the_jobs_own_candidate_lists(quick_planner):
+    from tabrepro.job_spec import resolve_job
     from tabrepro.tuning import job_configs
 
-    job = Job("npt", "breast_cancer", "xgboost", 3)
-    assert quick_planner.configs("npt", "breast_cancer", "xgboost") == job_configs(quick_planner.params, job, "binary")
+    spec = resolve_job(quick_planner.params, Job("npt", "breast_cancer", "xgboost", 3))
+    assert quick_planner.configs("npt", "breast_cancer", "xgboost") == job_configs(spec, "binary")
 
 
 ENTRY_POINTS = {

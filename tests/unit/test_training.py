@@ -16,6 +16,7 @@ from tabrepro.config import Job, Params
 from tabrepro.config_jobs import run_config_batch, run_config_job, select_config
 from tabrepro.evaluation import prediction_spread
 from tabrepro.evaluation.job_predictions import read_predictions
+from tabrepro.job_spec import resolve_job
 from tabrepro.splits import fold_path, load_split
 from tabrepro.training import run_job
 
@@ -61,7 +62,7 @@ def prepared(tmp_path_factory):
         assert main(["--params", str(params_file), "--quiet", *command]) == 0
     params = Params.from_file(params_file)
     job = Job("npt", "breast_cancer", "npt", 0)
-    results = [run_config_job(params, job, c, params.config_dir(job, c)) for c in range(2)]
+    results = [run_config_job(resolve_job(params, job), c, params.config_dir(job, c)) for c in range(2)]
     return tmp_path, params_file, params, job, results
 
 
@@ -81,7 +82,7 @@ def test_each_configuration_job_stores_validation_scores_predictions_and_weights
 def test_selection_uses_validation_only_and_scores_the_winner_once(prepared):
     _, _, params, job, results = prepared
     out = params.job_dir(job) / "metrics.json"
-    chosen = select_config(params, job, out)
+    chosen = select_config(resolve_job(params, job), out)
     kept = read_predictions(params.layout.job_test_predictions.path(job))  # beside the result
     _assert_recomputed(kept.metrics(), chosen["metrics"]["test"])
     val_nll = [r["metrics"]["val"]["nll"] for r in results]
@@ -98,17 +99,18 @@ def test_selection_names_the_gpu_its_configurations_computed_on(prepared, tmp_pa
     """The select step itself never touches the GPU; a job whose configurations trained on one is
     still a GPU job (the compute plan calibrates GPU-hours on such jobs)."""
     _, _, params, job, _ = prepared
+    spec = resolve_job(params, job)
     path = params.config_dir(job, 1) / "result.json"
     original = path.read_bytes()
     result = json.loads(original)
     result["provenance"]["gpu"] = {"used": True, "name": "Test GPU"}
     try:
         path.write_text(json.dumps(result))
-        chosen = select_config(params, job, tmp_path / "metrics.json")
+        chosen = select_config(spec, tmp_path / "metrics.json")
         assert chosen["provenance"]["gpu"] == {"used": True, "name": "Test GPU"}
     finally:
         path.write_bytes(original)
-    assert not (select_config(params, job, tmp_path / "metrics.json")["provenance"]["gpu"] or {}).get("used")
+    assert not (select_config(spec, tmp_path / "metrics.json")["provenance"]["gpu"] or {}).get("used")
 
 
 def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weights(prepared):
@@ -117,10 +119,11 @@ def test_a_finished_configuration_resumes_at_its_last_step_with_identical_weight
     _, _, params, job, results = prepared
     out = params.config_dir(job, 0)
     before = (out / "weights.pt").read_bytes()
-    kept = run_config_job(params, job, 0, out, keep_state=True)
+    spec = resolve_job(params, job)
+    kept = run_config_job(spec, 0, out, keep_state=True)
     assert kept["fit_info"]["resumed_from"] is None  # trained afresh: the first run dropped its state
     assert len(list((out / "state").glob("*/state.pt"))) == 1
-    again = run_config_job(params, job, 0, out)
+    again = run_config_job(spec, 0, out)
     assert again["fit_info"]["resumed_from"] == results[0]["fit_info"]["steps"]
     assert (out / "weights.pt").read_bytes() == before
     assert again["metrics"] == results[0]["metrics"] == kept["metrics"]
@@ -137,7 +140,7 @@ def test_a_batch_keeps_finished_configurations_and_trains_the_rest_as_single_job
     parked = tmp_path / "config1"
     redo.rename(parked)
     try:
-        manifest = run_config_batch(params, job, range(2))
+        manifest = run_config_batch(resolve_job(params, job), range(2))
         assert [e["reused"] for e in manifest["results"]] == [True, False]
         assert [e["val"] for e in manifest["results"]] == [r["metrics"]["val"] for r in results]
         assert (params.config_dir(job, 0) / "result.json").stat().st_mtime_ns == kept_at
@@ -157,20 +160,20 @@ def test_a_batch_retrains_configurations_written_under_other_parameters(prepared
     other_dir = other.config_dir(job, 0)
     assert other_dir == Params.from_file(write_params(tmp_path)).config_dir(job, 0)  # same directory
     before = json.loads((other_dir / "result.json").read_text())
-    manifest = run_config_batch(other, job, range(1))
+    manifest = run_config_batch(resolve_job(other, job), range(1))
     assert manifest["results"][0]["reused"] is False
     after = json.loads((other_dir / "result.json").read_text())
     assert after["params_digest"] == other.job_digest(job) != before["params_digest"]
     # put the seed-0 result back for the tests that follow
     original = Params.from_file(write_params(tmp_path))
-    assert run_config_batch(original, job, range(1))["results"][0]["reused"] is False
+    assert run_config_batch(resolve_job(original, job), range(1))["results"][0]["reused"] is False
 
 
 def test_selection_refuses_results_written_under_other_parameters(prepared):
     tmp_path, _, _, job, _ = prepared
     other = Params.from_file(write_params(tmp_path, seed=1, name="reseeded.yaml"))
     with pytest.raises(ValueError, match="written under different parameters"):
-        select_config(other, job, tmp_path / "unused.json")
+        select_config(resolve_job(other, job), tmp_path / "unused.json")
 
 
 def test_cli_sends_each_model_kind_to_its_command(prepared, capsys):
@@ -190,7 +193,7 @@ def test_repeats_retrain_the_chosen_configuration_with_further_seeds_and_average
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
     params = Params(raw)
     kept = tmp_path / "forest_repeats" / "test_predictions.npz"
-    result = run_job(params, Job("npt", "breast_cancer", "random_forest", 0), predictions_path=kept)
+    result = run_job(resolve_job(params, Job("npt", "breast_cancer", "random_forest", 0)), predictions_path=kept)
     runs = result["test_repeats"]
     assert len(runs) == 3 and len({run["nll"] for run in runs}) > 1  # different seeds, different forests
     assert result["metrics"]["test"]["nll"] == pytest.approx(np.mean([run["nll"] for run in runs]))
@@ -209,11 +212,11 @@ def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(pr
     raw = yaml.safe_load(write_params(tmp_path, name="leader.yaml").read_text())
     raw["profiles"][raw["profile"]]["max_configs"] = 4
     params = Params(raw)
-    job = Job("npt", "breast_cancer", "knn", 0)
-    reference = run_job(params, job, progress=False)
+    spec = resolve_job(params, Job("npt", "breast_cancer", "knn", 0))
+    reference = run_job(spec, progress=False)
     alive: list[weakref.ref] = []
     most = 0
-    original = training._fit_config
+    original = training.fit_config
 
     def tracked(*args, **kwargs):
         nonlocal most
@@ -223,8 +226,8 @@ def test_tuning_keeps_only_the_leading_model_alive_and_scores_the_same_winner(pr
         alive.append(weakref.ref(model))
         return model
 
-    monkeypatch.setattr(training, "_fit_config", tracked)
-    result = run_job(params, job, progress=False)
+    monkeypatch.setattr(training, "fit_config", tracked)
+    result = run_job(spec, progress=False)
     assert len(alive) == 4 and most <= 1  # before each fit, at most the leader is still alive
     assert result["selection"] == reference["selection"] and result["metrics"] == reference["metrics"]
 
@@ -241,30 +244,30 @@ def test_a_search_stopped_midway_scores_only_what_it_had_not_and_gives_the_same_
     raw["profiles"][raw["profile"]]["max_configs"] = 4
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5, 10]}
     params = Params(raw)
-    job = Job("npt", "breast_cancer", "random_forest", 0)
-    reference = run_job(params, job, progress=False)
-    state = params.job_dir(job) / training.STATE_DIR
+    spec = resolve_job(params, Job("npt", "breast_cancer", "random_forest", 0))
+    reference = run_job(spec, progress=False)
+    state = spec.job_dir / training.STATE_DIR
     assert not state.exists()  # an uninterrupted job leaves no saved scores
-    original = training._fit_config
+    original = training.fit_config
     fitted: list[int] = []
 
-    def stopping(params, job, data, index, config, **kwargs):
+    def stopping(spec, data, index, config, **kwargs):
         if len(fitted) == stop_at:
             raise KeyboardInterrupt  # the job is killed while fitting this configuration
         fitted.append(index)
-        return original(params, job, data, index, config, **kwargs)
+        return original(spec, data, index, config, **kwargs)
 
-    monkeypatch.setattr(training, "_fit_config", stopping)
+    monkeypatch.setattr(training, "fit_config", stopping)
     with pytest.raises(KeyboardInterrupt):
-        run_job(params, job, progress=False)
+        run_job(spec, progress=False)
     assert len(list(state.glob("tuning/*/config*.json"))) == stop_at
 
     other = state / training.TUNING_DIR / "0123456789ab" / "config0.json"  # left under other settings
     other.parent.mkdir()
     other.write_text('{"metrics": {}}')
     fitted.clear()
-    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fitted.append(a[3]) or original(*a, **k))
-    result = run_job(params, job, progress=False)
+    monkeypatch.setattr(training, "fit_config", lambda *a, **k: fitted.append(a[2]) or original(*a, **k))
+    result = run_job(spec, progress=False)
     best = reference["selection"]["best_index"]
     assert fitted == list(range(stop_at, 4)) + ([best] if best < stop_at else [])
     for key in ("metrics", "selection", "selected_config", "test_repeats"):
@@ -282,8 +285,8 @@ def test_a_knn_job_stopped_in_a_long_prediction_goes_on_with_the_next_piece(prep
     from tabrepro.models.estimator import EstimatorModel
 
     _, _, params, _, _ = prepared
-    job = Job("npt", "breast_cancer", "knn", 0)
-    whole = run_job(params, job, progress=False)  # validation and test rows: one piece each
+    spec = resolve_job(params, Job("npt", "breast_cancer", "knn", 0))
+    whole = run_job(spec, progress=False)  # validation and test rows: one piece each
     monkeypatch.setattr(knn, "PIECE_ROWS", 16)
     original = EstimatorModel._predict_proba
     predicted: list[int] = []
@@ -293,12 +296,12 @@ def test_a_knn_job_stopped_in_a_long_prediction_goes_on_with_the_next_piece(prep
         return original(self, X)
 
     monkeypatch.setattr(EstimatorModel, "_predict_proba", counting)
-    reference = run_job(params, job, progress=False)
+    reference = run_job(spec, progress=False)
     for key in ("metrics", "selection", "selected_config"):
         assert reference[key] == whole[key], key
     n_pieces = len(predicted)
     assert n_pieces > 4 and max(predicted) == 16
-    state = params.job_dir(job) / training.STATE_DIR
+    state = spec.job_dir / training.STATE_DIR
     assert not state.exists()
 
     predicted.clear()
@@ -310,11 +313,11 @@ def test_a_knn_job_stopped_in_a_long_prediction_goes_on_with_the_next_piece(prep
 
     monkeypatch.setattr(EstimatorModel, "_predict_proba", stopping)
     with pytest.raises(KeyboardInterrupt):
-        run_job(params, job, progress=False)
+        run_job(spec, progress=False)
     assert len(list(state.glob("tuning/*/config*/predictions/proba-*.npy"))) == n_pieces - 3
     predicted.clear()
     monkeypatch.setattr(EstimatorModel, "_predict_proba", counting)
-    result = run_job(params, job, progress=False)
+    result = run_job(spec, progress=False)
     assert len(predicted) == 3
     for key in ("metrics", "selection", "selected_config"):
         assert result[key] == reference[key], key
@@ -330,7 +333,7 @@ def test_folds_trained_in_one_process_give_what_their_own_jobs_give(prepared, ca
     for fold in (0, 1):
         job = Job("npt", "breast_cancer", "knn", fold)
         together = json.loads(params.layout.job_metrics.path(job).read_text())
-        alone = run_job(params, job, progress=False)
+        alone = run_job(resolve_job(params, job), progress=False)
         for key in ("metrics", "selected_config", "selection", "split", "params_digest"):
             assert together[key] == json.loads(json.dumps(alone[key])), key
         assert together["peak_memory_mb"] > 0
@@ -345,13 +348,13 @@ def test_loading_a_fold_hands_back_the_tables_arrow_memory_once_the_table_is_gon
     after the table is dropped, so they do not sit under a model's training step."""
     import pyarrow as pa
 
-    import tabrepro.training as training
+    import tabrepro.job_run as job_run
 
     _, _, params, job, _ = prepared
     before = pa.total_allocated_bytes()
     held_at_release: list[int] = []
-    monkeypatch.setattr(training, "release_arrow_memory", lambda: held_at_release.append(pa.total_allocated_bytes()))
-    fold = training.load_fold(params, job)
+    monkeypatch.setattr(job_run, "release_arrow_memory", lambda: held_at_release.append(pa.total_allocated_bytes()))
+    fold = job_run.load_fold(resolve_job(params, job))
     assert held_at_release == [before]
     assert fold.X.shape[0] == len(fold.split.roles)
 
@@ -359,19 +362,19 @@ def test_loading_a_fold_hands_back_the_tables_arrow_memory_once_the_table_is_gon
 def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, monkeypatch, caplog):
     """The selection step's retraining resumes after its last finished repeat, from a file of a few
     numbers (which can travel between machines) instead of the run's checkpoint."""
-    import tabrepro.training as training
+    import tabrepro.job_run as job_run
 
     tmp_path, _, _, _, _ = prepared
     raw = yaml.safe_load(write_params(tmp_path, name="repeat_files.yaml").read_text())
     raw["protocols"]["npt_cv10"]["repeats"] = 3
     raw["search_spaces"]["baselines"]["random_forest"]["params"]["n_estimators"] = {"choice": [5]}
     params = Params(raw)
-    job = Job("npt", "breast_cancer", "random_forest", 0)
-    data = training.load_fold(params, job)
+    spec = resolve_job(params, Job("npt", "breast_cancer", "random_forest", 0))
+    data = job_run.load_fold(spec)
     config = {"n_estimators": 5}
     fits = []
-    original = training._fit_config
-    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
+    original = job_run.fit_config
+    monkeypatch.setattr(job_run, "fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
     work = tmp_path / "repeat_state"
 
     def same(runs, other):
@@ -379,24 +382,24 @@ def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, mo
             np.array_equal(np.float32(a), np.float32(b)) for (_, a), (_, b) in zip(runs, other, strict=True)
         )
 
-    first = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    first = job_run.repeat_runs(spec, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2] and len(first) == 2
     files = ["repeat.json", "repeat.json", "test_outputs.npy", "test_outputs.npy"]
     assert sorted(p.name for p in work.rglob("*") if p.is_file()) == files
-    assert same(training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work), first)
+    assert same(job_run.repeat_runs(spec, data, 0, config, n_jobs=1, work_dir=work), first)
     assert fits == [1, 2]  # both read back, none trained again
 
     (work / "repeat2" / "repeat.json").write_text("{not json")
-    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    again = job_run.repeat_runs(spec, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2, 2] and same(again, first)  # the same seed retrains to the same forest
     assert "repeat 2 is trained again" in caplog.text
 
     # a repeat finished without its test outputs kept cannot give the job's predictions: retrained
     (work / "repeat1" / "test_outputs.npy").unlink()
-    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    again = job_run.repeat_runs(spec, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2, 2, 1] and same(again, first)
     (work / "repeat1" / "test_outputs.npy").write_bytes(b"garbage")
-    again = training._repeat_runs(params, job, data, 0, config, n_jobs=1, work_dir=work)
+    again = job_run.repeat_runs(spec, data, 0, config, n_jobs=1, work_dir=work)
     assert fits == [1, 2, 2, 1, 1] and same(again, first)
     assert "not a repeat's test outputs" in caplog.text
 
@@ -404,7 +407,7 @@ def test_a_finished_repeat_is_a_small_file_and_is_not_trained_again(prepared, mo
 def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeypatch):
     """`tabrepro repeat` trains one further seed; `select` then reads its file instead of training
     it again, and its mean is the same as when the selection trains every repeat itself."""
-    import tabrepro.training as training
+    import tabrepro.job_run as job_run
 
     tmp_path, _, _, _, _ = prepared
     raw = yaml.safe_load(write_params(tmp_path, name="repeat_alone.yaml").read_text())
@@ -414,15 +417,16 @@ def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeyp
     params_file.write_text(yaml.safe_dump(raw))
     params = Params.from_file(params_file)
     job = Job("npt", "breast_cancer", "npt", 0)
+    spec = resolve_job(params, job)
     for c in range(2):
-        run_config_job(params, job, c, params.config_dir(job, c))
+        run_config_job(spec, c, spec.config_dir(c))
     assert main(["--params", str(params_file), "--quiet", "repeat", "npt", "breast_cancer", "npt", "0", "2"]) == 0
     assert main(["--params", str(params_file), "--quiet", "repeat", "npt", "breast_cancer", "npt", "0", "3"]) == 2
     fits = []
-    original = training._fit_config
-    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
+    original = job_run.fit_config
+    monkeypatch.setattr(job_run, "fit_config", lambda *a, **k: fits.append(k["repeat"]) or original(*a, **k))
     out = tmp_path / "repeat_alone_metrics.json"
-    result = select_config(params, job, out)
+    result = select_config(spec, out)
     assert fits == [1]  # repeat 2 was read from its file
     assert len(result["test_repeats"]) == 3
     # each run's test rows beside the result, repeat 2's from its file: their mean is the result's
@@ -431,7 +435,7 @@ def test_a_repeat_run_on_its_own_is_picked_up_by_the_selection(prepared, monkeyp
     _assert_recomputed(kept.run_metrics(), result["test_repeats"])
     for path in (p for p in params.config_dir(job, 0).parent.rglob("repeat.json")):
         path.unlink()
-    again = select_config(params, job, out)
+    again = select_config(spec, out)
     assert fits == [1, 1, 2] and again["test_repeats"] == result["test_repeats"]
 
 
@@ -461,32 +465,32 @@ def test_a_multi_fold_job_gives_back_the_test_rows_of_a_fold_it_finished_before_
     import tabrepro.training as training
 
     _, _, params, _, _ = prepared
-    job = Job("npt", "breast_cancer", "knn", 0)
-    target = params.layout.job_test_predictions.path(job)
-    folds = training.run_folds(params, [job], progress=False)
+    spec = resolve_job(params, Job("npt", "breast_cancer", "knn", 0))
+    target = spec.test_predictions_path
+    folds = training.run_folds([spec], progress=False)
     first_job, first = next(folds)  # the job is killed after this fold
     written = target.read_bytes()
     _assert_recomputed(read_predictions(target).metrics(), first["metrics"]["test"])
     target.unlink()
     fits = []
-    original = training._fit_config
-    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fits.append(a[3]) or original(*a, **k))
-    assert [result for _, result in training.run_folds(params, [job], progress=False)] == [first]
+    original = training.fit_config
+    monkeypatch.setattr(training, "fit_config", lambda *a, **k: fits.append(a[2]) or original(*a, **k))
+    assert [result for _, result in training.run_folds([spec], progress=False)] == [first]
     assert fits == [] and target.read_bytes() == written
-    assert not (params.job_dir(job) / training.STATE_DIR).exists()  # kept files go once every fold is out
+    assert not (spec.job_dir / training.STATE_DIR).exists()  # kept files go once every fold is out
 
-    folds = training.run_folds(params, [job], progress=False)
+    folds = training.run_folds([spec], progress=False)
     next(folds)
-    (params.job_dir(job) / training.STATE_DIR / "finished_predictions.npz").unlink()
-    assert [result["metrics"] for _, result in training.run_folds(params, [job], progress=False)] == [first["metrics"]]
+    (spec.job_dir / training.STATE_DIR / "finished_predictions.npz").unlink()
+    assert [result["metrics"] for _, result in training.run_folds([spec], progress=False)] == [first["metrics"]]
     assert fits  # trained again
     _assert_recomputed(read_predictions(target).metrics(), first["metrics"]["test"])
 
 
 def test_regression_test_rows_are_kept_in_the_targets_units():
     """Models predict on the standardised scale; the file holds what the metrics were computed on."""
+    from tabrepro.job_run import FoldData, outputs_metrics, scored_test_rows
     from tabrepro.splits import TEST, Split
-    from tabrepro.training import FoldData, outputs_metrics, scored_test_rows
 
     class Standardised:
         mean, scale = 100.0, 4.0

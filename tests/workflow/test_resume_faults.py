@@ -28,6 +28,7 @@ import torch
 from conftest import REPO, SNAKEMAKE, copy_workflow, tiny_profile, write_params
 from tabrepro.cli import main
 from tabrepro.config import Job, Params
+from tabrepro.job_spec import resolve_job
 
 FOLDS = (0, 1)
 KNN = ("npt", "breast_cancer", "knn")
@@ -70,12 +71,12 @@ def trains_folds(record: Path, kill_at: int | None = None) -> str:
         import os, signal
         import tabrepro.training as training
         _run_job = training.run_job
-        def run_job(params, job, **kwargs):
+        def run_job(spec, **kwargs):
             with open({str(record)!r}, "a") as out:
-                out.write(f"{{job.fold}}\\n")
-            if job.fold == {kill_at!r}:
+                out.write(f"{{spec.job.fold}}\\n")
+            if spec.job.fold == {kill_at!r}:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return _run_job(params, job, **kwargs)
+            return _run_job(spec, **kwargs)
         training.run_job = run_job
     """)
 
@@ -113,12 +114,12 @@ import os, signal, sys
 if "train-folds" in sys.argv:  # the workflow's train_folds job
     import tabrepro.training as training
     _run_job = training.run_job
-    def run_job(params, job, **kwargs):
+    def run_job(spec, **kwargs):
         with open(os.environ["TRAINED_FOLDS"], "a") as out:
-            out.write(f"{job.fold}\\n")
-        if job.fold == int(os.environ.get("KILL_AT_FOLD", "-1")):
+            out.write(f"{spec.job.fold}\\n")
+        if spec.job.fold == int(os.environ.get("KILL_AT_FOLD", "-1")):
             os.killpg(os.getpgrp(), signal.SIGKILL)  # the node is lost: Snakemake dies with its job
-        return _run_job(params, job, **kwargs)
+        return _run_job(spec, **kwargs)
     training.run_job = run_job
 """
 
@@ -282,25 +283,26 @@ def test_a_corrupt_saved_score_is_set_aside_and_only_that_configuration_scored_a
 
     _, params = prepared
     job = Job(*KNN, 0)
-    reference = training.run_job(params, job, progress=False)
-    original = training._fit_config
+    spec = resolve_job(params, job)
+    reference = training.run_job(spec, progress=False)
+    original = training.fit_config
     fitted: list[int] = []
 
-    def stopping(params, job, data, index, config, **kwargs):
+    def stopping(spec, data, index, config, **kwargs):
         if len(fitted) == 2:
             raise KeyboardInterrupt  # killed while fitting the third configuration
         fitted.append(index)
-        return original(params, job, data, index, config, **kwargs)
+        return original(spec, data, index, config, **kwargs)
 
-    monkeypatch.setattr(training, "_fit_config", stopping)
+    monkeypatch.setattr(training, "fit_config", stopping)
     with pytest.raises(KeyboardInterrupt):
-        training.run_job(params, job, progress=False)
+        training.run_job(spec, progress=False)
     (saved,) = params.job_dir(job).glob("state/tuning/*/config0.json")
     saved.write_text(SCORE_CORRUPTIONS[corruption](saved.read_text()))
 
     fitted.clear()
-    monkeypatch.setattr(training, "_fit_config", lambda *a, **k: fitted.append(a[3]) or original(*a, **k))
-    result = training.run_job(params, job, progress=False)
+    monkeypatch.setattr(training, "fit_config", lambda *a, **k: fitted.append(a[2]) or original(*a, **k))
+    result = training.run_job(spec, progress=False)
     best = reference["selection"]["best_index"]
     assert fitted == [0, 2] + ([1] if best == 1 else [])  # configuration 1's saved score was kept
     assert f"{saved}: " in caplog.text and "moved aside to config0.json.corrupt" in caplog.text

@@ -40,6 +40,7 @@ from tabrepro.data.availability import unobtainable_datasets
 from tabrepro.errors import InputError
 from tabrepro.features import FeatureLayout
 from tabrepro.io import atomic_write, write_json
+from tabrepro.job_spec import resolve_job
 from tabrepro.models.registry import get_model_class
 from tabrepro.provenance import peak_memory_mb, provenance
 from tabrepro.seeding import derive_seed
@@ -207,7 +208,7 @@ def n_removed(fraction: float, n_features: int) -> int:
 
 
 def restrict_features(data: Any, keep: list[int]) -> Any:
-    """The fold (training.FoldData) with only the features `keep` (indices into its layout)."""
+    """The fold (job_run.FoldData) with only the features `keep` (indices into its layout)."""
     layout = data.feature_layout
     columns = np.concatenate([np.arange(layout.starts[i], layout.starts[i] + layout.features[i].columns) for i in keep])
     return dataclasses.replace(data, X=np.ascontiguousarray(data.X[:, columns]), feature_layout=layout.select(keep))
@@ -231,7 +232,7 @@ def run_curve(
     Points are written to `<out>.partial.json` as they finish, so a killed job resumes where it
     stopped (only while its settings and the main run's selected configuration are unchanged).
     """
-    from tabrepro.training import load_fold, model_outputs, outputs_metrics  # deferred: loads pandas, scipy, sklearn
+    from tabrepro.job_run import load_fold, model_outputs, outputs_metrics  # deferred: loads sklearn
 
     settings = sparsity_settings(params)
     if settings is None:
@@ -246,7 +247,7 @@ def run_curve(
         )
     main_run = json.loads(metrics_path.read_text())
     config = main_run["selected_config"]
-    data = load_fold(params, job)
+    data = load_fold(resolve_job(params, job))
     if main_run["split"]["sha256"] != data.split.sha256:
         raise SparsityError(f"{metrics_path} was trained on another split than {data.split_file}; rerun it")
 

@@ -12,6 +12,7 @@ from tabrepro.cli.common import AddCommand, job_of, load_params
 from tabrepro.config import ParamsError
 from tabrepro.data.availability import unobtainable_datasets
 from tabrepro.data.registry import get_source
+from tabrepro.job_spec import resolve_job
 from tabrepro.listing import list_datasets, list_models, list_profiles
 from tabrepro.workflow_checks import check_workflow_settings
 
@@ -55,7 +56,6 @@ def cmd_jobs(args: argparse.Namespace) -> None:
 def cmd_configs(args: argparse.Namespace) -> None:
     """The resolved candidate list of a dataset x model (every fold runs the same one)."""
 
-    from tabrepro.training import selection_metric  # deferred: loads pandas, scipy, sklearn
     from tabrepro.tuning import job_configs, variant_names  # deferred: loads scipy
 
     params = load_params(args)
@@ -64,8 +64,9 @@ def cmd_configs(args: argparse.Namespace) -> None:
         raise ParamsError(
             f"model {job.model!r} does not run on {job.paper}/{job.dataset} (its tables cover another dataset group)"
         )
-    task = get_source(params.source_of(job.paper, job.dataset)).task
-    configs = job_configs(params, job, task)
+    spec = resolve_job(params, job)
+    task = get_source(spec.source).task
+    configs = job_configs(spec, task)
     if args.json:
         print(json.dumps(configs, indent=1))
         return
@@ -82,12 +83,12 @@ def cmd_configs(args: argparse.Namespace) -> None:
     header = (
         f"# {job.paper}/{job.dataset}/{job.model}, profile {params.profile_name!r}: {len(configs)} "
         f"configuration(s) from search space {space!r}, task {task}, "
-        f"selected on validation {selection_metric(params, job.paper, task)}"
+        f"selected on validation {spec.selection_metrics[task]}"
         + (f", categorical features {'/'.join(encodings)}" if encodings else "")
     )
     note = params.budget_note(job.paper, job.dataset, job.model)
     print(header + (f"; {note}" if note else ""))
-    names = variant_names(params.search_space(job.paper, job.dataset, job.model))
+    names = variant_names(spec.search_space)
     for index, config in enumerate(configs):
         label = f"{index} {names[index]}" if names else str(index)
         print(f"{label}\t{json.dumps(config)}")

@@ -4,14 +4,18 @@ or one configuration, batch or repeat of a per-configuration model, trained and 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from tabrepro.cli.common import AddCommand, job_of, load_params, per_config, print_result, require_splits
 from tabrepro.config import ParamsError
+from tabrepro.job_spec import resolve_job
+from tabrepro.resource_policy import config_batches, policy
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from tabrepro.training import predictions_beside, run_job, write_result
+    from tabrepro.job_run import predictions_beside, write_result  # deferred: loads sklearn
+    from tabrepro.training import run_job  # deferred: loads sklearn
 
     params = load_params(args)
     job = job_of(params, args)
@@ -21,16 +25,16 @@ def cmd_train(args: argparse.Namespace) -> None:
             f"or `train-batch`, then `tabrepro select` (the workflow does this)"
         )
     require_splits(params, job)
-    out = args.output or params.layout.job_metrics.path(job)
-    result = run_job(
-        params, job, n_jobs=args.threads, progress=not args.quiet, predictions_path=predictions_beside(Path(out))
-    )
+    spec = resolve_job(params, job)
+    out = args.output or spec.metrics_path
+    result = run_job(spec, n_jobs=args.threads, progress=not args.quiet, predictions_path=predictions_beside(Path(out)))
     write_result(result, Path(out))
     print_result(Path(out), result)
 
 
 def cmd_train_folds(args: argparse.Namespace) -> None:
-    from tabrepro.training import run_folds, write_result
+    from tabrepro.job_run import write_result  # deferred: loads sklearn
+    from tabrepro.training import run_folds  # deferred: loads sklearn
 
     params = load_params(args)
     folds = args.folds
@@ -43,27 +47,27 @@ def cmd_train_folds(args: argparse.Namespace) -> None:
         raise ParamsError(f"{args.model} trains one job per configuration (or batch): use `tabrepro train-batch`")
     for job in jobs:
         require_splits(params, job)
-    for job, result in run_folds(params, jobs, n_jobs=args.threads, progress=not args.quiet):
-        out = params.layout.job_metrics.path(job)
-        write_result(result, out)  # each fold as it finishes: a crash keeps the folds done before it
-        print_result(out, result)
+    specs = [resolve_job(params, job) for job in jobs]
+    for spec, result in run_folds(specs, n_jobs=args.threads, progress=not args.quiet):
+        write_result(result, spec.metrics_path)  # each fold as it finishes: a crash keeps the folds done before it
+        print_result(spec.metrics_path, result)
 
 
 def cmd_train_config(args: argparse.Namespace) -> None:
-    from tabrepro.config_jobs import run_config_job
+    from tabrepro.config_jobs import run_config_job  # deferred: loads sklearn
 
     params = load_params(args)
     job = job_of(params, args)
     require_splits(params, job)
-    out_dir = args.output_dir or params.config_dir(job, args.config)
-    result = run_config_job(params, job, args.config, Path(out_dir), n_jobs=args.threads, keep_state=args.keep_state)
+    spec = resolve_job(params, job)
+    out_dir = args.output_dir or spec.config_dir(args.config)
+    result = run_config_job(spec, args.config, Path(out_dir), n_jobs=args.threads, keep_state=args.keep_state)
     print_result(Path(out_dir), result, split="val")
 
 
 def cmd_train_batch(args: argparse.Namespace) -> None:
-    from tabrepro.config_jobs import run_config_batch
-    from tabrepro.resource_policy import config_batches, policy
-    from tabrepro.training import write_result
+    from tabrepro.config_jobs import run_config_batch  # deferred: loads sklearn
+    from tabrepro.job_run import write_result  # deferred: loads sklearn
 
     params = load_params(args)
     job = job_of(params, args)
@@ -77,7 +81,11 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
         )
     require_splits(params, job)
     manifest = run_config_batch(
-        params, job, batches[args.batch], n_jobs=args.threads, progress=not args.quiet, keep_state=args.keep_state
+        resolve_job(params, job),
+        batches[args.batch],
+        n_jobs=args.threads,
+        progress=not args.quiet,
+        keep_state=args.keep_state,
     )
     out = Path(args.output or params.layout.config_batch.path(job, batch=args.batch))
     write_result(manifest, out)
@@ -88,31 +96,30 @@ def cmd_train_batch(args: argparse.Namespace) -> None:
 
 
 def cmd_select(args: argparse.Namespace) -> None:
-    from tabrepro.config_jobs import select_config
-    from tabrepro.training import write_result
+    from tabrepro.config_jobs import select_config  # deferred: loads sklearn
+    from tabrepro.job_run import write_result  # deferred: loads sklearn
 
     params = load_params(args)
     job = job_of(params, args)
     if not per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: use `tabrepro train`")
     require_splits(params, job)
-    out = Path(args.output or params.layout.job_metrics.path(job))
-    result = select_config(params, job, out, n_jobs=args.threads)
+    spec = resolve_job(params, job)
+    out = Path(args.output or spec.metrics_path)
+    result = select_config(spec, out, n_jobs=args.threads)
     write_result(result, out)
     print_result(out, result)
 
 
 def cmd_repeat(args: argparse.Namespace) -> None:
-    import json
-
-    from tabrepro.config_jobs import run_repeat
+    from tabrepro.config_jobs import run_repeat  # deferred: loads sklearn
 
     params = load_params(args)
     job = job_of(params, args)
     if not per_config(job.model):
         raise ParamsError(f"{job.model} tunes inside one job: repeats belong to per-configuration models")
     require_splits(params, job)
-    path = run_repeat(params, job, args.repeat, n_jobs=args.threads)
+    path = run_repeat(resolve_job(params, job), args.repeat, n_jobs=args.threads)
     test = json.loads(path.read_text())["test"]
     scores = ", ".join(f"{key} {value:.4f}" for key, value in sorted(test.items()))
     print(f"{path}: test {scores}")
