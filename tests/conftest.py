@@ -67,6 +67,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     while the others sit idle."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
+    for item in items:  # the fault-injection suite: `pytest -m faults` runs every probe
+        if item.path.parent.name == "faults" or item.path.name in FAULT_PROBE_FILES:
+            item.add_marker(pytest.mark.faults)
+
+
+# Probes of hostile or broken input that live beside the code they probe, not under tests/faults/.
+FAULT_PROBE_FILES = frozenset(
+    {"test_fetch_trust.py", "test_fetch.py", "test_names.py", "test_resume_faults.py", "test_records.py"}
+)
 
 
 # ------------------------------------------------------------------------------ small profiles
