@@ -33,13 +33,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from tabrepro.errors import one_line
+
 __all__ = [
     "AtomicFiles",
     "atomic_files",
     "atomic_open",
     "atomic_path",
     "atomic_write",
+    "read_state",
     "remove_stale_temps",
+    "set_aside",
     "write_json",
 ]
 
@@ -119,6 +123,24 @@ def set_aside(path: str | Path, problem: str, instead: str) -> Path:
     os.replace(path, aside)
     log.warning("%s: %s; moved aside to %s; %s", path, problem, aside.name, instead)
     return aside
+
+
+def read_state(path: str | Path, what: str, instead: str) -> dict | None:
+    """A resume file's JSON object, or None: when there is none, or when it is not one (empty,
+    truncated, garbage, not UTF-8, not an object): that file is moved aside by `set_aside`, saying
+    it is not `what` and that the job does `instead`."""
+    path = Path(path)
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError as error:  # not JSON, or not UTF-8
+        set_aside(path, f"not {what} ({one_line(error, 200)})", instead)
+        return None
+    if not isinstance(state, dict):
+        set_aside(path, f"not {what} (not a JSON object)", instead)
+        return None
+    return state
 
 
 def _named(error: BaseException, path: Path, temp: Path) -> BaseException:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import os
 import re
@@ -23,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from tabrepro.data.table import load_table, release_arrow_memory
-from tabrepro.errors import InputError
+from tabrepro.errors import InputError, one_line
 from tabrepro.evaluation.job_predictions import JobPredictions, job_predictions
 from tabrepro.evaluation.metrics import compute_metrics
 from tabrepro.features import FeatureLayout
-from tabrepro.io import atomic_write, recorded_path, set_aside, write_json
+from tabrepro.io import atomic_write, read_state, recorded_path, set_aside, write_json
 from tabrepro.job_spec import JobSpec
 from tabrepro.layout import REPEAT_FILE, REPEAT_OUTPUTS_FILE, TEST_PREDICTIONS_FILE
 from tabrepro.models.base import FitContext, TabularModel
@@ -262,14 +261,10 @@ def repeat_runs(
 def _finished_repeat(path: Path, repeat: int) -> tuple[dict[str, float], np.ndarray] | None:
     """A finished repeat's test metrics and outputs, or None (not run yet, run before its outputs
     were kept, or an unreadable file set aside): then the repeat is trained again."""
-    try:
-        stored = json.loads(path.read_text())
-    except FileNotFoundError:
+    stored = read_state(path, "a repeat result", f"repeat {repeat} is trained again")
+    if stored is None:
         return None
-    except ValueError as error:
-        set_aside(path, f"not a repeat result ({one_line(error)})", f"repeat {repeat} is trained again")
-        return None
-    test = stored.get("test") if isinstance(stored, dict) else None
+    test = stored.get("test")
     if not isinstance(test, dict) or stored.get("repeat") != repeat:
         set_aside(path, "not a repeat result (no test metrics)", f"repeat {repeat} is trained again")
         return None
@@ -280,7 +275,7 @@ def _finished_repeat(path: Path, repeat: int) -> tuple[dict[str, float], np.ndar
         log.info("%s: finished without its test outputs kept; repeat %d is trained again", path, repeat)
         return None
     except (OSError, ValueError, EOFError) as error:
-        problem = f"not a repeat's test outputs ({one_line(error)})"
+        problem = f"not a repeat's test outputs ({one_line(error, 200)})"
         set_aside(outputs_path, problem, f"repeat {repeat} is trained again")
         return None
     return {key: float(value) for key, value in test.items()}, outputs
@@ -301,11 +296,6 @@ def drop_state(state: Path) -> None:
     shutil.rmtree(state, ignore_errors=True)
     with contextlib.suppress(OSError):
         state.parent.rmdir()
-
-
-def one_line(error: Exception) -> str:
-    """An unreadable resume file's error as `set_aside` reports it: one line, 200 characters at most."""
-    return " ".join(str(error).split())[:200] or type(error).__name__
 
 
 def write_result(result: dict, path: Path) -> None:

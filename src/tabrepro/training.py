@@ -20,9 +20,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tabrepro.errors import InputError
+from tabrepro.errors import InputError, one_line
 from tabrepro.evaluation.job_predictions import read_predictions, write_predictions
-from tabrepro.io import atomic_write, remove_stale_temps, set_aside, write_json
+from tabrepro.io import atomic_write, read_state, remove_stale_temps, set_aside, write_json
 from tabrepro.job_run import (
     fit_config,
     job_record,
@@ -30,7 +30,6 @@ from tabrepro.job_run import (
     load_fold,
     mean_metrics,
     model_outputs,
-    one_line,
     outputs_metrics,
     repeat_runs,
     repeats_record,
@@ -85,17 +84,14 @@ class ScoredConfigurations:
         """Configuration `index`'s saved metrics; None when it has none, or when its file cannot
         be read (then moved aside: that configuration is scored again, the others are kept)."""
         path = self._path(index)
-        try:
-            saved = json.loads(path.read_text())
-        except FileNotFoundError:
+        instead = f"configuration {index} is scored again; saved scores of the others are kept"
+        saved = read_state(path, "a saved score", instead)
+        if saved is None:
             return None
-        except ValueError as error:  # not JSON, or not UTF-8
-            problem: str | None = f"not a saved score ({one_line(error)})"
-        else:
-            problem = _saved_score_problem(saved, index)
+        problem = _saved_score_problem(saved, index)
         if problem is None:
             return saved["metrics"]
-        set_aside(path, problem, f"configuration {index} is scored again; saved scores of the others are kept")
+        set_aside(path, problem, instead)
         return None
 
     def put(self, index: int, config: dict, metrics: dict[str, float]) -> None:
@@ -111,9 +107,9 @@ class ScoredConfigurations:
             pass
 
 
-def _saved_score_problem(saved: object, index: int) -> str | None:
+def _saved_score_problem(saved: dict, index: int) -> str | None:
     """What is wrong with a configuration's saved score as read back, or None if nothing."""
-    if not isinstance(saved, dict) or saved.get("index") != index:
+    if saved.get("index") != index:
         return f"not the saved score of configuration {index}"
     metrics = saved.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
@@ -225,16 +221,10 @@ def _kept_fold(spec: JobSpec) -> dict | None:
     written under the same parameters and split; an unreadable one is moved aside."""
     job = spec.job
     path = _kept_fold_path(spec)
-    try:
-        result = json.loads(path.read_text())
-    except FileNotFoundError:
+    result = read_state(path, "a result", f"fold {job.fold} is trained again")
+    if result is None:
         return None
-    except ValueError as error:
-        set_aside(path, f"not a result ({one_line(error)})", f"fold {job.fold} is trained again")
-        return None
-    if not (
-        isinstance(result, dict) and isinstance(result.get("metrics"), dict) and isinstance(result.get("split"), dict)
-    ):
+    if not (isinstance(result.get("metrics"), dict) and isinstance(result.get("split"), dict)):
         set_aside(path, "not a result (no metrics or split)", f"fold {job.fold} is trained again")
         return None
     predictions = path.with_name(FINISHED_PREDICTIONS_FILE)
@@ -244,7 +234,7 @@ def _kept_fold(spec: JobSpec) -> dict | None:
     try:
         read_predictions(predictions)
     except InputError as error:
-        set_aside(predictions, one_line(error), f"fold {job.fold} is trained again")
+        set_aside(predictions, one_line(error, 200), f"fold {job.fold} is trained again")
         return None
     split = load_split(spec.split_file)
     same = result.get("params_digest") == spec.params_digest and result["split"].get("sha256") == split.sha256

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tabrepro.io import atomic_open, atomic_path, atomic_write, write_json
+from tabrepro.errors import one_line
+from tabrepro.io import atomic_open, atomic_path, atomic_write, read_state, write_json
 
 
 def _mode(path: Path) -> int:
@@ -75,3 +76,33 @@ def test_atomic_open_refuses_modes_that_are_not_a_whole_new_file(tmp_path: Path)
             with atomic_open(tmp_path / "x", mode):
                 pass
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b"", "not a result (Expecting value"),
+        (b'{"metrics": ', "not a result (Expecting"),
+        (b"\xff\xfe", "not a result ("),
+        (b"[1, 2]", "not a result (not a JSON object)"),
+    ],
+)
+def test_an_unreadable_state_file_is_set_aside_and_read_as_none(tmp_path: Path, caplog, content, problem):
+    path = tmp_path / "finished.json"
+    path.write_bytes(content)
+    assert read_state(path, "a result", "the fold is trained again") is None
+    assert not path.exists() and (tmp_path / "finished.json.corrupt").read_bytes() == content
+    assert problem in caplog.text and "the fold is trained again" in caplog.text
+
+
+def test_a_state_file_is_read_as_its_object_and_a_missing_one_as_none(tmp_path: Path):
+    path = tmp_path / "finished.json"
+    assert read_state(path, "a result", "again") is None
+    write_json(path, {"metrics": {"auroc": 0.5}})
+    assert read_state(path, "a result", "again") == {"metrics": {"auroc": 0.5}} and path.exists()
+
+
+def test_one_line_joins_lines_collapses_spaces_and_caps_its_length():
+    assert one_line(ValueError("bad  row\n\n  at   line 3 ")) == "bad row; at line 3"
+    assert one_line(ValueError("x" * 300), 200) == "x" * 200
+    assert one_line(KeyError()) == "KeyError"

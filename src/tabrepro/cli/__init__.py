@@ -56,7 +56,7 @@ from tabrepro.cli.plan import cmd_plan
 from tabrepro.cli.reporting import cmd_analyse, cmd_report, cmd_scorecard, cmd_sparsity, cmd_sparsity_plot, cmd_tables
 from tabrepro.cli.training import cmd_select, cmd_train, cmd_train_batch, cmd_train_config, cmd_train_folds
 from tabrepro.config import DEFAULT_PARAMS_FILE
-from tabrepro.errors import InputError
+from tabrepro.errors import InputError, one_line
 from tabrepro.nn.session import retain_freed_memory
 
 __all__ = [
@@ -145,12 +145,6 @@ def is_input_error(error: BaseException) -> bool:
     ValueError, TypeError, KeyError, ... is a bug and keeps its traceback.
     """
     return isinstance(error, (InputError, OSError))
-
-
-def one_line(error: BaseException) -> str:
-    """The error's message on a single line."""
-    text = str(error) or type(error).__name__
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,7 @@ from tabrepro.data.openml import read_openml_metadata
 from tabrepro.data.registry import DatasetSource, RemoteFile, TableFormat, get_source
 from tabrepro.data.standin import source_for_directory
 from tabrepro.data.table import ColumnSpec, Table, TableSchema
-from tabrepro.errors import InputError
+from tabrepro.errors import InputError, one_line
 
 STR = "str"  # pandas' string dtype: categorical values, missing as NaN (null in parquet)
 
@@ -87,10 +87,6 @@ def required_raw_files(source: DatasetSource, dataset_dir: Path) -> list[Path]:
     return [dataset_dir / f.parsed_name for f in source.table_files]
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 def _missing_message(source: DatasetSource, dataset_dir: Path, missing: list[Path]) -> str:
     names = ", ".join(p.name for p in missing)
     return f"dataset {source.name!r}: raw file(s) {names} missing in {dataset_dir}; run `tabrepro fetch {source.name}`"
@@ -146,7 +142,7 @@ def _read_file(source: DatasetSource, remote: RemoteFile, path: Path) -> tuple[p
     except ParseError:
         raise
     except (ValueError, OSError, xlrd.XLRDError) as exc:  # pandas/xlrd errors; UnicodeDecodeError is a ValueError
-        raise ParseError(f"{label}: {_one_line(exc)}") from exc
+        raise ParseError(f"{label}: {one_line(exc)}") from exc
     if source.categorical == "auto" and source.continuous is None:
         nominal = {c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])}
         if source.categorical_max_levels is not None:
@@ -240,7 +236,7 @@ def _read_arff(path: Path, encoding: str, label: str) -> tuple[pd.DataFrame, set
         with path.open(encoding=encoding) as handle:
             doc = arff.load(handle)
     except (arff.ArffException, ValueError) as exc:
-        raise ParseError(f"{label}: not a readable dense ARFF file ({_one_line(exc)})") from exc
+        raise ParseError(f"{label}: not a readable dense ARFF file ({one_line(exc)})") from exc
     attributes = doc["attributes"]
     frame = pd.DataFrame(doc["data"], columns=[str(name) for name, _ in attributes])
     nominal: set[str] = set()

@@ -29,7 +29,7 @@ from typing import cast
 
 import numpy as np
 
-from tabrepro.errors import InputError
+from tabrepro.errors import InputError, one_line
 from tabrepro.evaluation.metrics import PROBA_SUM_TOLERANCE, compute_metrics
 from tabrepro.io import atomic_write
 from tabrepro.tasks import Task
@@ -126,7 +126,7 @@ def read_predictions(path: Path) -> JobPredictions:
     except FileNotFoundError:
         raise
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
-        raise PredictionsFileError(f"{path}: not a test-predictions file ({_one_line(error)})") from None
+        raise PredictionsFileError(f"{path}: not a test-predictions file ({one_line(error, 200)})") from None
     problem = _stored_problem(arrays)
     if problem is None:
         predictions = JobPredictions(
@@ -191,7 +191,3 @@ def _problem(p: JobPredictions) -> str | None:
     if (p.outputs < 0).any() or np.abs(sums - 1.0).max() > _SUM_TOLERANCE:
         return "`proba` rows are not probabilities (negative, or not summing to 1)"
     return None
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())[:200] or type(error).__name__
