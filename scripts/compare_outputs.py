@@ -25,7 +25,9 @@ uninterrupted runs BEFORE recorded.
 
 `compare` walks both trees (e.g. two `snapshot` outputs, or two workflow `results/` or `data/`
 trees): JSON files are compared as data without provenance and timing fields (`provenance`,
-`wall_time_s`, `peak_memory_mb`) and with each tree's root path replaced by `<root>`; `.pt`
+`wall_time_s`, `peak_memory_mb`) and with each tree's root path replaced by `<root>` (with
+`--run-dirs A B`, a path under the directory each run ran in is read relative to it, so that a path
+one version recorded absolute and the other relative to its run compares equal); `.pt`
 files tensor by tensor (torch.equal, and whether the bytes are equal too); `.npz` files array by
 array (dtype, shape and bytes); every other file byte for byte. Exit status 1 when anything
 differs or exists on one side only.
@@ -315,12 +317,16 @@ def run_direct(out: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ comparing
-def _normalise(value: Any, roots: tuple[str, ...]) -> Any:
+def _normalise(value: Any, roots: tuple[str, ...], run_dirs: tuple[str, ...] = ()) -> Any:
     if isinstance(value, dict):
-        return {k: _normalise(v, roots) for k, v in value.items() if k not in VOLATILE_FIELDS}
+        return {k: _normalise(v, roots, run_dirs) for k, v in value.items() if k not in VOLATILE_FIELDS}
     if isinstance(value, list):
-        return [_normalise(v, roots) for v in value]
+        return [_normalise(v, roots, run_dirs) for v in value]
     if isinstance(value, str):
+        for run_dir in run_dirs:
+            if value.startswith(run_dir + "/"):
+                value = value[len(run_dir) + 1 :]
+                break
         for root in roots:
             value = value.replace(root, "<root>")
         return value
@@ -360,11 +366,11 @@ def _same(a: Any, b: Any, where: str, problems: list[str]) -> None:
         problems.append(f"{where}: {a!r} vs {b!r}"[:300])
 
 
-def compare_file(a: Path, b: Path, roots: tuple[str, ...]) -> tuple[list[str], str]:
+def compare_file(a: Path, b: Path, roots: tuple[str, ...], run_dirs: tuple[str, ...] = ()) -> tuple[list[str], str]:
     """(problems, how it was compared)."""
     problems: list[str] = []
     if a.suffix == ".json":
-        left, right = (_normalise(json.loads(p.read_text()), roots) for p in (a, b))
+        left, right = (_normalise(json.loads(p.read_text()), roots, run_dirs) for p in (a, b))
         _same(left, right, a.name, problems)
         return problems, "json"
     if a.suffix == ".pt":
@@ -387,10 +393,24 @@ def compare_file(a: Path, b: Path, roots: tuple[str, ...]) -> tuple[list[str], s
     return problems, "bytes"
 
 
-def compare_trees(dir_a: Path, dir_b: Path, record: Path | None = None) -> int:
+def _spellings(*directories: Path) -> tuple[str, ...]:
+    """Each directory as given and resolved, longest first (so that no prefix of another wins)."""
+    return tuple(sorted({str(d) for d in directories} | {str(d.resolve()) for d in directories}, key=len, reverse=True))
+
+
+def compare_trees(
+    dir_a: Path,
+    dir_b: Path,
+    record: Path | None = None,
+    run_dirs: tuple[Path, ...] = (),
+    code: tuple[str, str] | None = None,
+) -> int:
     """Print every difference; with `record`, also write them as JSON (each file's first few
-    problems), so that a check of a code change can be committed beside the change."""
-    roots = tuple(sorted({str(dir_a.resolve()), str(dir_b.resolve()), str(dir_a), str(dir_b)}, key=len, reverse=True))
+    problems), so that a check of a code change can be committed beside the change. `run_dirs`:
+    the directories the two runs ran in; `code`: what code each tree came from, for the record
+    (default: each snapshot's code.txt)."""
+    roots = _spellings(dir_a, dir_b)
+    spelt_run_dirs = _spellings(*run_dirs)
     files_a = {p.relative_to(dir_a) for p in dir_a.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     files_b = {p.relative_to(dir_b) for p in dir_b.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     files_a, files_b = files_a - {CODE_LABEL}, files_b - {CODE_LABEL}
@@ -400,7 +420,7 @@ def compare_trees(dir_a: Path, dir_b: Path, record: Path | None = None) -> int:
     for rel, side in only.items():
         print(f"ONLY IN {side}: {rel}")
     for rel in sorted(files_a & files_b):
-        problems, how = compare_file(dir_a / rel, dir_b / rel, roots)
+        problems, how = compare_file(dir_a / rel, dir_b / rel, roots, spelt_run_dirs)
         kinds[how] = kinds.get(how, 0) + 1
         if problems:
             differs[str(rel)] = problems[:5]
@@ -414,7 +434,9 @@ def compare_trees(dir_a: Path, dir_b: Path, record: Path | None = None) -> int:
         summary = {
             "a": Path(dir_a).name,  # names only: a record names no local path
             "b": Path(dir_b).name,
-            "code": {side: _snapshot_code(d) for side, d in (("a", dir_a), ("b", dir_b))},
+            "code": dict(zip("ab", code))
+            if code
+            else {side: _snapshot_code(d) for side, d in (("a", dir_a), ("b", dir_b))},
             "files_in_both": len(files_a & files_b),
             "compared_as": dict(sorted(kinds.items())),
             "only_in": only,
@@ -503,6 +525,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dir_a", type=Path)
     p.add_argument("dir_b", type=Path)
     p.add_argument("--record", type=Path, help="also write the differences as JSON to this file")
+    p.add_argument(
+        "--run-dirs",
+        nargs=2,
+        type=Path,
+        metavar=("RUN_A", "RUN_B"),
+        default=(),
+        help="the directories the runs ran in: a path recorded under one is compared relative to it",
+    )
+    p.add_argument("--code", nargs=2, metavar=("CODE_A", "CODE_B"), help="what code each tree came from (the record's)")
     p = sub.add_parser("_direct", help=argparse.SUPPRESS)
     p.add_argument("out", type=Path)
     args = parser.parse_args(argv)
@@ -520,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         if not directory.is_dir():
             print(f"compare_outputs: {directory} is not a directory", file=sys.stderr)
             return 2
-    return compare_trees(args.dir_a, args.dir_b, args.record)
+    return compare_trees(args.dir_a, args.dir_b, args.record, tuple(args.run_dirs), args.code)
 
 
 if __name__ == "__main__":
