@@ -25,7 +25,7 @@ uninterrupted runs BEFORE recorded.
 
 `compare` walks both trees (e.g. two `snapshot` outputs, or two workflow `results/` or `data/`
 trees): JSON files are compared as data without provenance and timing fields (`provenance`,
-`wall_time_s`, `peak_memory_mb`) and with each tree's root path replaced by `<root>` (with
+`wall_time_s`, `peak_memory_mb`, the analyses' `seconds`) and with each tree's root path replaced by `<root>` (with
 `--run-dirs A B`, a path under the directory each run ran in is read relative to it, so that a path
 one version recorded absolute and the other relative to its run compares equal); `.pt`
 files tensor by tensor (torch.equal, and whether the bytes are equal too); `.npz` files array by
@@ -53,7 +53,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = os.environ.get("TABREPRO_DATA_MIRROR", "http://127.0.0.1:8765")
-VOLATILE_FIELDS = frozenset({"provenance", "wall_time_s", "peak_memory_mb"})
+VOLATILE_FIELDS = frozenset({"provenance", "wall_time_s", "peak_memory_mb", "seconds"})
 CODE_LABEL = Path("code.txt")  # what code a snapshot ran (`snapshot --label`); not compared
 
 # ------------------------------------------------------------------------------ the fixed fits
