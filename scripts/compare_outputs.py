@@ -25,11 +25,11 @@ uninterrupted runs BEFORE recorded.
 
 `compare` walks both trees (e.g. two `snapshot` outputs, or two workflow `results/` or `data/`
 trees): JSON files are compared as data without provenance and timing fields (`provenance`,
-`wall_time_s`, `peak_memory_mb`, the analyses' `seconds`) and with each tree's root path replaced by `<root>` (with
-`--run-dirs A B`, a path under the directory each run ran in is read relative to it, so that a path
-one version recorded absolute and the other relative to its run compares equal); `.pt`
-files tensor by tensor (torch.equal, and whether the bytes are equal too); `.npz` files array by
-array (dtype, shape and bytes); every other file byte for byte. Exit status 1 when anything
+`wall_time_s`, `peak_memory_mb`, the analyses' `seconds`) and with each tree's root path replaced
+by `<root>` (with `--run-dirs A B`, a path under the directory each run ran in is read relative to
+it, so that a path one version recorded absolute and the other relative to its run compares
+equal); `.pt` files tensor by tensor (torch.equal, and whether the bytes are equal too); `.npz`
+files array by array (dtype, shape and bytes); every other file byte for byte. Exit status 1 when anything
 differs or exists on one side only.
 """
 
