@@ -25,6 +25,7 @@ from tabrepro.io import atomic_write
 from tabrepro.job_run import (
     KEEP_STATE_ENV,
     FoldData,
+    chosen_test_runs,
     drop_state,
     fit_config,
     job_record,
@@ -230,16 +231,9 @@ def select_config(spec: JobSpec, out_path: Path, *, n_jobs: int = 1) -> dict:
     chosen_dir = spec.config_dir(best)
     with np.load(chosen_dir / PREDICTIONS_FILE, allow_pickle=False) as stored:
         test_outputs = stored["test"]
-    te = data.split.test
-    runs = [(outputs_metrics(data.task, test_outputs, data.y[te], data.target), test_outputs)]
-    runs += repeat_runs(
-        spec,
-        data,
-        best,
-        results[best]["config"],
-        n_jobs=n_jobs,
-        work_dir=_state_dir(chosen_dir, spec, data, results[best]["config"]),
-    )
+    config = results[best]["config"]
+    work_dir = _state_dir(chosen_dir, spec, data, config)
+    runs = chosen_test_runs(spec, data, best, config, test_outputs, n_jobs=n_jobs, work_dir=work_dir)
     test_runs = [metrics for metrics, _ in runs]
     out_path = Path(out_path)
     if results[best].get("weights"):
@@ -257,7 +251,7 @@ def select_config(spec: JobSpec, out_path: Path, *, n_jobs: int = 1) -> dict:
         **record,
         "metrics": {"test": mean_metrics(test_runs), "val": results[best]["metrics"]["val"]},
         **repeats_record(test_runs),
-        "selected_config": results[best]["config"],
+        "selected_config": config,
         "selection": {
             "metric": metric,
             "n_configs": spec.n_configs,

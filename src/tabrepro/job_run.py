@@ -214,6 +214,22 @@ def _test_class_counts(data: FoldData) -> dict:
     return {"test_class_counts": {str(int(label)): int(n) for label, n in zip(labels, counts, strict=True)}}
 
 
+def chosen_test_runs(
+    spec: JobSpec,
+    data: FoldData,
+    best: int,
+    config: dict,
+    test_outputs: np.ndarray,
+    *,
+    n_jobs: int,
+    work_dir: Path | None = None,
+) -> list[tuple[dict[str, float], np.ndarray]]:
+    """The chosen configuration's test runs, each as (metrics, outputs): the selected fit's
+    `test_outputs` first, then the protocol's further seeds (`repeat_runs`)."""
+    first = (outputs_metrics(data.task, test_outputs, data.y[data.split.test], data.target), test_outputs)
+    return [first, *repeat_runs(spec, data, best, config, n_jobs=n_jobs, work_dir=work_dir)]
+
+
 def repeat_runs(
     spec: JobSpec,
     data: FoldData,

@@ -24,6 +24,7 @@ from tabrepro.errors import InputError, one_line
 from tabrepro.evaluation.job_predictions import read_predictions, write_predictions
 from tabrepro.io import atomic_write, read_state, remove_stale_temps, set_aside, write_json
 from tabrepro.job_run import (
+    chosen_test_runs,
     fit_config,
     job_record,
     jsonable,
@@ -31,7 +32,6 @@ from tabrepro.job_run import (
     mean_metrics,
     model_outputs,
     outputs_metrics,
-    repeat_runs,
     repeats_record,
     scored_test_rows,
     write_result,
@@ -162,8 +162,7 @@ def run_job(spec: JobSpec, *, n_jobs: int = 1, progress: bool = True, prediction
     if best_so_far is None:
         best_so_far = fit_config(spec, data, best, configs[best], n_jobs=n_jobs, work_dir=scored.work_dir(best))
     test_outputs = model_outputs(best_so_far, data.task, data.X[te])
-    runs = [(outputs_metrics(data.task, test_outputs, data.y[te], data.target), test_outputs)]
-    runs += repeat_runs(spec, data, best, configs[best], n_jobs=n_jobs)
+    runs = chosen_test_runs(spec, data, best, configs[best], test_outputs, n_jobs=n_jobs)
     test_runs = [metrics for metrics, _ in runs]
     if predictions_path is not None:
         write_predictions(predictions_path, scored_test_rows(data, job.fold, [outputs for _, outputs in runs]))
