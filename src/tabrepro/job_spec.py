@@ -1,9 +1,9 @@
 """A training job resolved once from params.yaml: the settings and paths its commands need.
 
-Params answers each question by walking params.yaml again (profile, overrides, `extends`). A job
-used to ask it for the same pieces at every step; now `resolve_job` asks once, and the training
-modules (tabrepro.training, tabrepro.config_jobs, tabrepro.tuning's `job_configs`) take the
-resulting `JobSpec`, so no step of a job can see settings other than those it started with.
+Params answers each question by walking params.yaml again (profile, overrides, `extends`).
+`resolve_job` asks it once per job, and the training modules (tabrepro.training,
+tabrepro.config_jobs, tabrepro.tuning's `job_configs`) take the resulting `JobSpec`, so no step of
+a job can see settings other than those it started with.
 """
 
 from __future__ import annotations
